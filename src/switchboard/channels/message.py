@@ -1,0 +1,157 @@
+"""The normalised message every adapter produces, and the conversation key derived from it.
+
+Adapters build an `InboundMessage` from a platform event (pure functions, tested on payload dicts);
+the manager never looks at `raw`. Conversation keys follow DESIGN.md's thread table and are strings
+the channel layer owns: `conversation_key()` makes one, `parse_conversation_key()` undoes it.
+
+| platform / place         | key                                          | thread_anchor         |
+|--------------------------|----------------------------------------------|-----------------------|
+| Telegram private chat    | `tg:<chat>`                                  | None                  |
+| Telegram group           | `tg:<chat>:m<root message id>`               | root message id       |
+| Telegram forum topic     | `tg:<chat>:t<topic id>`                      | topic id (+ is_topic) |
+| Slack channel            | `slack:<team>:<channel>:<thread_ts>`         | thread_ts             |
+| Slack DM                 | `slack:<team>:<channel>` or with thread_ts   | thread_ts or None     |
+| Discord guild thread     | `discord:<guild>:<thread channel id>`        | None                  |
+| Discord DM               | `discord:dm:<channel>`                       | None                  |
+| console                  | `console:<session>`                          | None                  |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "Attachment",
+    "ButtonPress",
+    "ConversationRef",
+    "InboundMessage",
+    "Platform",
+    "ReplyTarget",
+    "conversation_key",
+    "parse_conversation_key",
+]
+
+
+class Platform(StrEnum):
+    TELEGRAM = "telegram"
+    SLACK = "slack"
+    DISCORD = "discord"
+    CONSOLE = "console"
+
+
+_KEY_PREFIX = {
+    Platform.TELEGRAM: "tg",
+    Platform.SLACK: "slack",
+    Platform.DISCORD: "discord",
+    Platform.CONSOLE: "console",
+}
+_PREFIX_PLATFORM = {v: k for k, v in _KEY_PREFIX.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    kind: str  # "image", "file", "audio", "video", "sticker", ...
+    name: str = ""
+    url: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A press on a clarification button: which question, which option."""
+
+    question_id: str
+    option_index: int
+    interaction_id: str = ""  # platform handle needed to answer the press (callback query id, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTarget:
+    """Where a reply goes: bound on arrival, like slack-bolt's `say`."""
+
+    platform: Platform
+    chat_id: str
+    thread_anchor: str | None = None  # Slack thread_ts, Telegram topic id, ...
+    reply_to_id: str | None = None  # the user's message to reply to, where the platform threads so
+    is_topic: bool = False  # Telegram forum topic: thread_anchor is message_thread_id
+    workspace_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    platform: Platform
+    workspace_id: str  # Slack team, Discord guild, Telegram group chat id; "" for DMs
+    chat_id: str
+    sender_id: str
+    sender_name: str
+    text: str  # bot mention stripped
+    provider_message_id: str
+    is_dm: bool = False
+    mentions_bot: bool = False
+    thread_anchor: str | None = None
+    is_topic: bool = False
+    reply_to_id: str | None = None  # provider id of the message this one replies to
+    reply_to_bot: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    event_ids: tuple[str, ...] = ()  # extra dedupe ids, e.g. Telegram update_id, Slack event_id
+    button: ButtonPress | None = None
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def target(self) -> ReplyTarget:
+        return ReplyTarget(
+            platform=self.platform,
+            chat_id=self.chat_id,
+            thread_anchor=self.thread_anchor,
+            reply_to_id=None if self.is_dm else self.provider_message_id,
+            is_topic=self.is_topic,
+            workspace_id=self.workspace_id,
+        )
+
+    @property
+    def dedupe_ids(self) -> tuple[str, ...]:
+        """Ids that identify this delivery; any one already seen means it is a redelivery."""
+        base = f"{self.chat_id}:{self.provider_message_id}"
+        if self.button is not None:
+            base = f"press:{self.button.interaction_id or base}"
+        return (base, *self.event_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """A parsed conversation key."""
+
+    platform: Platform
+    parts: tuple[str, ...]
+
+
+def conversation_key(msg: InboundMessage) -> str:
+    """The conversation this message belongs to (DESIGN.md's thread table)."""
+    p = msg.platform
+    if p is Platform.TELEGRAM:
+        if msg.is_dm:
+            return f"tg:{msg.chat_id}"
+        if msg.is_topic and msg.thread_anchor:
+            return f"tg:{msg.chat_id}:t{msg.thread_anchor}"
+        return f"tg:{msg.chat_id}:m{msg.thread_anchor or msg.provider_message_id}"
+    if p is Platform.SLACK:
+        base = f"slack:{msg.workspace_id}:{msg.chat_id}"
+        if msg.is_dm and not msg.thread_anchor:
+            return base
+        return f"{base}:{msg.thread_anchor or msg.provider_message_id}"
+    if p is Platform.DISCORD:
+        if msg.is_dm:
+            return f"discord:dm:{msg.chat_id}"
+        return f"discord:{msg.workspace_id}:{msg.chat_id}"
+    return f"console:{msg.chat_id}"
+
+
+def parse_conversation_key(key: str) -> ConversationRef:
+    """Undo `conversation_key`; raises ValueError for a key no adapter makes."""
+    prefix, _, rest = key.partition(":")
+    platform = _PREFIX_PLATFORM.get(prefix)
+    if platform is None or not rest:
+        raise ValueError(f"not a conversation key: {key!r}")
+    return ConversationRef(platform, tuple(rest.split(":")))

@@ -1,0 +1,71 @@
+"""Switchboard's error tree. Any layer may raise these; only the manager turns them into chat text.
+
+    SwitchboardError                 category
+    ├── ConfigError                  "config"
+    ├── StorageError                 "storage"
+    ├── AgentError                   "agent"
+    ├── AccessDenied                 "access"
+    └── PlatformError(platform, code) "platform"
+        ├── PlatformRateLimited(retry_after)   "rate_limited"
+        └── PlatformAuthError                  "auth"
+
+SDK, redis and provider exceptions are translated at the layer that meets them and never leave it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccessDenied",
+    "AgentError",
+    "ConfigError",
+    "PlatformAuthError",
+    "PlatformError",
+    "PlatformRateLimited",
+    "StorageError",
+    "SwitchboardError",
+]
+
+
+class SwitchboardError(Exception):
+    """Base of every error we raise on purpose; `category` picks the user-facing message."""
+
+    category: str = "internal"
+
+
+class ConfigError(SwitchboardError):
+    category = "config"
+
+
+class StorageError(SwitchboardError):
+    category = "storage"
+
+
+class AgentError(SwitchboardError):
+    category = "agent"
+
+
+class AccessDenied(SwitchboardError):
+    category = "access"
+
+
+class PlatformError(SwitchboardError):
+    category = "platform"
+
+    def __init__(self, message: str, *, platform: str, code: str | int | None = None) -> None:
+        super().__init__(message)
+        self.platform = platform
+        self.code = code
+
+
+class PlatformRateLimited(PlatformError):
+    category = "rate_limited"
+
+    def __init__(
+        self, message: str, *, platform: str, retry_after: float, code: str | int | None = 429
+    ) -> None:
+        super().__init__(message, platform=platform, code=code)
+        self.retry_after = retry_after
+
+
+class PlatformAuthError(PlatformError):
+    category = "auth"

@@ -1,0 +1,171 @@
+"""Service settings: environment first, then `.env`. Tests build `Settings(...)` with `_env_file=None`.
+
+Each field's alias is the variable name from DESIGN.md's contract table, so an error names the
+variable the operator actually sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from switchboard.errors import ConfigError
+
+__all__ = ["Settings", "load_settings"]
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name, name.lower())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        case_sensitive=False,
+        frozen=True,
+    )
+
+    redis_url: str | None = Field(None, validation_alias=_env("REDIS_URL"))
+    data_dir: Path = Field(Path("./data"), validation_alias=_env("SWITCHBOARD_DATA_DIR"))
+    redis_prefix: str = Field("sb:", validation_alias=_env("SWITCHBOARD_REDIS_PREFIX"))
+
+    model: str = Field("demo", validation_alias=_env("SWITCHBOARD_MODEL"))
+    system_prompt: str = Field(
+        "You are Switchboard, a helpful assistant reachable from chat apps. Answer concisely.",
+        validation_alias=_env("SWITCHBOARD_SYSTEM_PROMPT"),
+    )
+    recursion_limit: int = Field(
+        50, ge=5, le=1000, validation_alias=_env("SWITCHBOARD_RECURSION_LIMIT")
+    )
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias=_env("ANTHROPIC_API_KEY"))
+    env_name: str = Field("dev", validation_alias=_env("SWITCHBOARD_ENV"))
+
+    http_host: str = Field("127.0.0.1", validation_alias=_env("SWITCHBOARD_HTTP_HOST"))
+    http_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SWITCHBOARD_HTTP_PORT"))
+    public_url: str = Field(
+        "http://127.0.0.1:8080", validation_alias=_env("SWITCHBOARD_PUBLIC_URL")
+    )
+    access: Literal["linked", "open"] = Field("linked", validation_alias=_env("SWITCHBOARD_ACCESS"))
+    admin_key: SecretStr | None = Field(None, validation_alias=_env("SWITCHBOARD_ADMIN_KEY"))
+
+    busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
+    rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
+    thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))
+    checkpoint_ttl_days: int | None = Field(
+        None, ge=1, validation_alias=_env("SWITCHBOARD_CHECKPOINT_TTL_DAYS")
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", validation_alias=_env("SWITCHBOARD_LOG_LEVEL")
+    )
+    log_format: Literal["console", "json"] = Field(
+        "console", validation_alias=_env("SWITCHBOARD_LOG_FORMAT")
+    )
+
+    telegram_bot_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_BOT_TOKEN"))
+    telegram_api_base: str = Field(
+        "https://api.telegram.org", validation_alias=_env("TELEGRAM_API_BASE")
+    )
+    telegram_mode: Literal["polling", "webhook"] = Field(
+        "polling", validation_alias=_env("TELEGRAM_MODE")
+    )
+    telegram_webhook_secret: SecretStr | None = Field(
+        None, validation_alias=_env("TELEGRAM_WEBHOOK_SECRET")
+    )
+
+    slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_app_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_APP_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(
+        None, validation_alias=_env("SLACK_SIGNING_SECRET")
+    )
+    slack_api_base: str = Field("https://slack.com/api/", validation_alias=_env("SLACK_API_BASE"))
+
+    discord_bot_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_BOT_TOKEN"))
+    discord_api_base: str = Field(
+        "https://discord.com/api/v10", validation_alias=_env("DISCORD_API_BASE")
+    )
+    discord_gateway_url: str | None = Field(None, validation_alias=_env("DISCORD_GATEWAY_URL"))
+
+    @field_validator("redis_prefix")
+    @classmethod
+    def _prefix_not_empty(cls, value: str) -> str:
+        if not value or any(c in value for c in "{} \t\n"):
+            raise ValueError("must be non-empty, without spaces or braces")
+        return value
+
+    @field_validator("public_url", "telegram_api_base", "slack_api_base", "discord_api_base")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str) -> str:
+        if value != "demo" and ":" not in value:
+            raise ValueError("must be 'demo' or 'provider:model', e.g. openai:gpt-4o-mini")
+        return value
+
+    @property
+    def telegram_enabled(self) -> bool:
+        return self.telegram_bot_token is not None
+
+    @property
+    def slack_enabled(self) -> bool:
+        return self.slack_bot_token is not None and (
+            self.slack_app_token is not None or self.slack_signing_secret is not None
+        )
+
+    @property
+    def discord_enabled(self) -> bool:
+        return self.discord_bot_token is not None
+
+    @property
+    def any_platform(self) -> bool:
+        return self.telegram_enabled or self.slack_enabled or self.discord_enabled
+
+    def public_view(self) -> dict[str, object]:
+        """Effective settings with every secret shown as `***` (for the admin endpoint and logs)."""
+        out: dict[str, object] = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            alias = field.validation_alias
+            key = alias.choices[0] if isinstance(alias, AliasChoices) else name
+            if isinstance(value, SecretStr):
+                out[str(key)] = "***"
+            elif isinstance(value, Path):
+                out[str(key)] = str(value)
+            elif key == "REDIS_URL" and value and "@" in value:
+                out[str(key)] = _mask_url_password(value)
+            else:
+                out[str(key)] = value
+        return out
+
+
+def _mask_url_password(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings once at start-up; a bad value becomes one `ConfigError` line naming it."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first.get("loc") or ("?",)
+        name = str(loc[0])
+        field = Settings.model_fields.get(name)
+        if field is not None and isinstance(field.validation_alias, AliasChoices):
+            name = str(field.validation_alias.choices[0])
+        raise ConfigError(f"invalid setting {name.upper()}: {first.get('msg')}") from None

@@ -1,0 +1,56 @@
+"""Claim a provider event id once, so platform retries and dual deliveries get one reply.
+
+Value: `"1"`. The 24 h TTL outlives every platform's redelivery window (Slack retries for ~1 h,
+Telegram keeps unconfirmed updates for 24 h).
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from switchboard.errors import StorageError
+from switchboard.storage.keys import Keys
+
+__all__ = ["DEDUPE_TTL_S", "Dedupe"]
+
+DEDUPE_TTL_S = 24 * 3600  # Telegram keeps undelivered updates for 24 h; the longest retry window.
+
+
+class Dedupe:
+    def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = DEDUPE_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self._ttl = ttl_s
+
+    async def claim(self, platform: str, provider_id: str) -> bool:
+        """True for the first claim of this id; False for every later one within the TTL."""
+        try:
+            return bool(
+                await self._r.set(
+                    self._keys.dedupe(platform, provider_id), b"1", nx=True, ex=self._ttl
+                )
+            )
+        except RedisError as exc:
+            raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
+
+    async def claim_all(self, platform: str, provider_ids: list[str]) -> bool:
+        """Claim several ids for one event (e.g. update id and chat+message id) in one round trip.
+
+        The event is new only if every id is new; ids already claimed stay claimed.
+        """
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                for pid in provider_ids:
+                    pipe.set(self._keys.dedupe(platform, pid), b"1", nx=True, ex=self._ttl)
+                results = await pipe.execute()
+        except RedisError as exc:
+            raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
+        return all(bool(r) for r in results)
+
+    async def release(self, platform: str, provider_id: str) -> None:
+        """Give an id back when handling failed before anything was sent, so a retry is served."""
+        try:
+            await self._r.delete(self._keys.dedupe(platform, provider_id))
+        except RedisError as exc:
+            raise StorageError(f"dedupe release failed: {exc.__class__.__name__}") from None

@@ -1,0 +1,77 @@
+"""The one place that formats Redis keys. Every key starts with the configurable prefix (`sb:`).
+
+Keys owned by one agent thread carry the hash tag `{<thread_id>}` so they land in one Redis Cluster
+slot and a Lua script may touch several of them at once.
+
+| key                                          | type   | TTL                        | owner            |
+|----------------------------------------------|--------|----------------------------|------------------|
+| `sb:dedupe:<platform>:<provider_id>`         | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
+| `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
+| `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
+| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py         |
+| `sb:{<thread_id>}:stop`                      | string | 10 min (STOP_TTL_S)        | locks.py         |
+| `sb:{<thread_id>}:pending`                   | list   | 1 h, refreshed on push     | pending.py       |
+| `sb:{<thread_id>}:warn:<run_id>`             | list   | 1 h backstop               | warnings.py      |
+| `sb:{<thread_id>}:warnruns`                  | set    | 1 h backstop               | warnings.py      |
+| `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
+| `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
+| `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
+| `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
+| `sb:{<thread_id>}:cp:*`                      | mixed  | optional whole-thread TTL  | checkpoint.py    |
+
+Values are UTF-8 strings or JSON documents; the owning module documents its value shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Keys"]
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str = "sb:"
+
+    def dedupe(self, platform: str, provider_id: str) -> str:
+        return f"{self.prefix}dedupe:{platform}:{provider_id}"
+
+    def conversation(self, conversation_key: str) -> str:
+        return f"{self.prefix}conv:{conversation_key}"
+
+    def message(self, platform: str, chat_id: str, message_id: str) -> str:
+        return f"{self.prefix}msg:{platform}:{chat_id}:{message_id}"
+
+    def thread(self, thread_id: str, suffix: str) -> str:
+        """A key owned by one thread; the hash tag keeps all of them in one cluster slot."""
+        return f"{self.prefix}{{{thread_id}}}:{suffix}"
+
+    def lock(self, thread_id: str) -> str:
+        return self.thread(thread_id, "lock")
+
+    def stop(self, thread_id: str) -> str:
+        return self.thread(thread_id, "stop")
+
+    def pending(self, thread_id: str) -> str:
+        return self.thread(thread_id, "pending")
+
+    def warnings(self, thread_id: str, run_id: str) -> str:
+        return self.thread(thread_id, f"warn:{run_id}")
+
+    def warning_runs(self, thread_id: str) -> str:
+        return self.thread(thread_id, "warnruns")
+
+    def warnings_index(self) -> str:
+        return f"{self.prefix}warn:index"
+
+    def question(self, thread_id: str) -> str:
+        return self.thread(thread_id, "question")
+
+    def rate(self, platform: str, sender_id: str) -> str:
+        return f"{self.prefix}rate:{platform}:{sender_id}"
+
+    def rate_notice(self, platform: str, sender_id: str) -> str:
+        return f"{self.prefix}rate:notice:{platform}:{sender_id}"
+
+    def checkpoint(self, thread_id: str, suffix: str) -> str:
+        return self.thread(thread_id, f"cp:{suffix}")

