@@ -1,0 +1,45 @@
+# Switchboard: `make run` starts the service, `make test` runs lint and the whole suite.
+# Both install first; `make install` is idempotent and quick when nothing changed.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint unit integration bench clean lock
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/uv || $(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/switchboard
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
+
+unit: install
+	$(BIN)/pytest tests/unit -q
+
+integration: install
+	$(BIN)/pytest tests/integration -q
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python bench/checkpoint.py
+	$(BIN)/python bench/turn.py
+
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra anthropic --python-version 3.11 -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
