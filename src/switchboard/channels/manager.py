@@ -1,0 +1,573 @@
+"""The channel manager: one pipeline from an adapter's `InboundMessage` to a rendered reply.
+
+Steps, in order, each returning early with a logged reason:
+dedupe → link commands → access → rate limit → commands → thread → button/answer → lock
+(busy: queue + acknowledge) → agent turn → render → send → remember reply ids → follow-up turn for
+whatever queued meanwhile.
+
+Adapters call `deliver`, which schedules `handle` as a tracked task and returns at once, so no
+platform's ack deadline waits on the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import structlog
+from switchboard.channels.render import render_chunks
+
+from switchboard import metrics
+from switchboard.agent.result import Question, TurnContext, TurnResult
+from switchboard.channels.base import AckKind, Adapter, Chunk, QuestionPrompt, SentRef
+from switchboard.channels.commands import HELP_TEXT, Command, CommandName, parse_command
+from switchboard.channels.message import InboundMessage, Platform, ReplyTarget, conversation_key
+from switchboard.errors import AgentError, SwitchboardError
+from switchboard.storage import (
+    Dedupe,
+    Lock,
+    PendingMessage,
+    PendingQuestion,
+    PendingQuestions,
+    PendingQueue,
+    RateDecision,
+    RateLimiter,
+    ThreadLocks,
+    ThreadMap,
+)
+
+if TYPE_CHECKING:
+    from switchboard.channels.access import AccessGate
+
+__all__ = ["Manager", "ManagerConfig", "ManagerStores", "TurnRunner"]
+
+_log = structlog.get_logger(__name__)
+
+MAX_FOLLOW_UPS = 5  # bound on back-to-back follow-up turns for one lock hold
+
+_USER_MESSAGES = {
+    "agent": "The AI model couldn't answer just now.",
+    "storage": "I couldn't reach my storage just now.",
+    "rate_limited": "The chat platform is rate-limiting me.",
+    "platform": "The chat platform rejected my reply.",
+    "auth": "I'm not authorised on this platform.",
+    "access": "This conversation isn't allowed to use me.",
+    "config": "I'm misconfigured.",
+    "internal": "Something went wrong on my side.",
+}
+FALLBACK_REPLY = "I don't have anything to add to that. Could you rephrase?"
+_NUMBER = re.compile(r"^\s*(\d{1,2})[.)]?\s*$")
+
+
+class TurnRunner(Protocol):
+    """What the manager needs from the agent runtime."""
+
+    async def run_turn(self, thread_id: str, text: str, context: TurnContext) -> TurnResult: ...
+
+    async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerStores:
+    dedupe: Dedupe
+    threads: ThreadMap
+    locks: ThreadLocks
+    pending: PendingQueue
+    questions: PendingQuestions
+    rate: RateLimiter
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerConfig:
+    busy: Literal["queue", "reject"] = "queue"
+    model_name: str = "demo"
+    turn_timeout_s: float = 600.0
+
+
+@dataclass(slots=True)
+class _Work:
+    """One turn's input: fresh text, or the answer to the thread's open question."""
+
+    text: str
+    resume: bool = False
+
+
+class Manager:
+    def __init__(
+        self,
+        *,
+        runtime: TurnRunner,
+        stores: ManagerStores,
+        access: AccessGate | None = None,
+        config: ManagerConfig | None = None,
+    ) -> None:
+        self._runtime = runtime
+        self._s = stores
+        self._access = access
+        self._config = config or ManagerConfig()
+        self._adapters: dict[Platform, Adapter] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._running: dict[str, asyncio.Task[TurnResult]] = {}
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def register(self, adapter: Adapter) -> None:
+        self._adapters[adapter.platform] = adapter
+
+    async def deliver(self, msg: InboundMessage) -> None:
+        task = asyncio.create_task(self.handle(msg), name=f"message:{msg.platform}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def idle(self, timeout: float = 30.0) -> None:
+        """Wait until every scheduled message has been handled (tests, graceful shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._tasks:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{len(self._tasks)} message task(s) still running")
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+
+    async def aclose(self, timeout: float = 10.0) -> None:
+        with contextlib.suppress(TimeoutError):
+            await self.idle(timeout)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- pipeline ---------------------------------------------------------------------------
+
+    async def handle(self, msg: InboundMessage) -> None:
+        """Run the whole pipeline for one message; never raises."""
+        structlog.contextvars.bind_contextvars(
+            platform=str(msg.platform), chat_id=msg.chat_id, event_id=msg.provider_message_id
+        )
+        adapter = self._adapters.get(msg.platform)
+        if adapter is None:
+            _log.error("message.no_adapter")
+            return
+        metrics.MESSAGES_IN.labels(platform=str(msg.platform)).inc()
+        try:
+            if not await self._s.dedupe.claim_all(str(msg.platform), list(msg.dedupe_ids)):
+                metrics.DEDUPE_HITS.labels(platform=str(msg.platform)).inc()
+                _log.info("message.deduped")
+                return
+            await self._dispatch(adapter, msg)
+        except Exception as exc:
+            await self._report(adapter, msg.target, exc)
+
+    async def _dispatch(self, adapter: Adapter, msg: InboundMessage) -> None:
+        command = None if msg.button else parse_command(msg.text)
+        if command and command.name in (CommandName.LINK, CommandName.UNLINK, CommandName.HELP):
+            await self._link_or_help(adapter, msg, command)
+            return
+        if not await self._allowed(adapter, msg):
+            return
+        if msg.platform is not Platform.CONSOLE and msg.button is None:
+            decision = await self._s.rate.hit(str(msg.platform), msg.sender_id)
+            if decision is not RateDecision.ALLOW:
+                _log.info("message.rate_limited", decision=str(decision))
+                if decision is RateDecision.NOTIFY:
+                    await adapter.notify(
+                        msg,
+                        "You're sending messages too fast; I'll skip some. Try again in a minute.",
+                    )
+                return
+        conv = conversation_key(msg)
+        if command is not None:
+            await self._command(adapter, msg, command, conv)
+            return
+        thread_id = await self._thread_for(msg, conv)
+        if thread_id is None:
+            _log.info("message.ignored", reason="not_addressed")
+            return
+        structlog.contextvars.bind_contextvars(thread_id=thread_id)
+        if msg.button is not None:
+            answer = await self._press(adapter, msg, thread_id)
+            if answer is None:
+                return
+            work = _Work(answer, resume=True)
+        else:
+            work = _Work(msg.text)
+        await self._run_locked(adapter, msg, thread_id, work)
+
+    async def _allowed(self, adapter: Adapter, msg: InboundMessage) -> bool:
+        if self._access is None:
+            return True
+        decision = await self._access.check(msg)
+        if decision.allowed:
+            return True
+        _log.info("message.denied", notice=decision.notice is not None)
+        if decision.notice:
+            await adapter.notify(msg, decision.notice)
+        return False
+
+    async def _thread_for(self, msg: InboundMessage, conv: str) -> str | None:
+        threads = self._s.threads
+        if msg.reply_to_id and not msg.is_dm:
+            found = await threads.thread_for_message(
+                str(msg.platform), msg.chat_id, msg.reply_to_id
+            )
+            if found is not None:
+                return found
+        addressed = msg.is_dm or msg.mentions_bot or msg.reply_to_bot or msg.button is not None
+        if addressed or msg.platform is Platform.DISCORD:
+            return await threads.resolve(conv)
+        return await threads.peek(conv)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def _link_or_help(self, adapter: Adapter, msg: InboundMessage, command: Command) -> None:
+        if command.name is CommandName.HELP:
+            await self._send_text(adapter, msg.target, HELP_TEXT)
+            return
+        if self._access is None:
+            await adapter.notify(msg, "Linking is not enabled on this Switchboard.", private=True)
+            return
+        if command.name is CommandName.LINK:
+            is_admin = msg.is_dm or await adapter.is_workspace_admin(msg)
+            text = await self._access.link(msg, is_admin=is_admin)
+        else:
+            text = await self._access.unlink(msg)
+        await adapter.notify(msg, text, private=True)
+
+    async def _command(
+        self, adapter: Adapter, msg: InboundMessage, command: Command, conv: str
+    ) -> None:
+        _log.info("command.received", command=str(command.name))
+        threads, locks = self._s.threads, self._s.locks
+        if command.name is CommandName.NEW:
+            thread_id = await threads.start_new(conv)
+            text = "Started a new conversation. Earlier messages here are forgotten."
+            _log.info("thread.reset", thread_id=thread_id)
+        elif command.name is CommandName.STOP:
+            thread_id = await threads.peek(conv)
+            stopped = False
+            if thread_id is not None:
+                stopped = await locks.request_stop(thread_id)
+                local = self._running.get(thread_id)
+                if local is not None and not local.done():
+                    local.cancel()
+                    stopped = True
+            text = "Stopping the current answer." if stopped else "Nothing is running here."
+        elif command.name is CommandName.STATUS:
+            text = await self._status_text(conv)
+        else:
+            text = f"Unknown command {command.raw.split()[0]!r}.\n\n{HELP_TEXT}"
+        await self._send_text(adapter, msg.target, text)
+
+    async def _status_text(self, conv: str) -> str:
+        thread_id = await self._s.threads.peek(conv)
+        if thread_id is None:
+            return f"No conversation yet here.\nModel: {self._config.model_name}"
+        busy = await self._s.locks.is_locked(thread_id)
+        queued = await self._s.pending.length(thread_id)
+        question = await self._s.questions.get(thread_id)
+        lines = [
+            f"Thread: {thread_id[:8]}",
+            f"Busy: {'yes' if busy else 'no'}",
+            f"Queued messages: {queued}",
+            f"Waiting for an answer: {'yes' if question else 'no'}",
+            f"Model: {self._config.model_name}",
+        ]
+        return "\n".join(lines)
+
+    # -- clarification answers --------------------------------------------------------------
+
+    async def _press(self, adapter: Adapter, msg: InboundMessage, thread_id: str) -> str | None:
+        """A button press: the asker's answer text, or None when the press is refused."""
+        press = msg.button
+        assert press is not None
+        questions = self._s.questions
+        open_q = await questions.get(thread_id)
+        if open_q is None or open_q.question_id != press.question_id:
+            await adapter.answer_button(msg, "This question is no longer open.")
+            return None
+        if open_q.asker_id != msg.sender_id:
+            _log.info("question.press_refused")
+            await adapter.answer_button(msg, "Only the person who asked can answer this question.")
+            return None
+        if not 0 <= press.option_index < len(open_q.options):
+            await adapter.answer_button(msg, "That option doesn't exist.")
+            return None
+        taken = await questions.consume(thread_id, press.question_id)
+        if taken is None:
+            await adapter.answer_button(msg, "This question was already answered.")
+            return None
+        await adapter.answer_button(msg, None)
+        answer = taken.options[press.option_index]
+        await self._show_answer(adapter, msg.target, taken, answer)
+        return answer
+
+    async def _show_answer(
+        self, adapter: Adapter, target: ReplyTarget, question: PendingQuestion, answer: str
+    ) -> None:
+        if not (adapter.capabilities.can_edit and question.message_id):
+            return
+        chunks = render_chunks(f"{question.text}\n\n✅ {answer}", adapter.capabilities)
+        try:
+            await adapter.edit(target, question.message_id, chunks[-1])
+        except SwitchboardError as exc:
+            _log.warning("question.edit_failed", category=exc.category)
+
+    async def _typed_answer(
+        self, thread_id: str, text: str
+    ) -> tuple[_Work, PendingQuestion | None]:
+        """A typed message while a question is open answers it; a number picks an option."""
+        taken = await self._s.questions.consume(thread_id)
+        if taken is None:
+            return _Work(text), None
+        match = _NUMBER.match(text)
+        if match and taken.options and 1 <= int(match.group(1)) <= len(taken.options):
+            text = taken.options[int(match.group(1)) - 1]
+        return _Work(text, resume=True), taken
+
+    # -- the locked turn ----------------------------------------------------------------------
+
+    async def _run_locked(
+        self, adapter: Adapter, msg: InboundMessage, thread_id: str, work: _Work
+    ) -> None:
+        locks = self._s.locks
+        lock = await locks.acquire(thread_id)
+        if lock is None:
+            await self._busy(adapter, msg, thread_id, work)
+            return
+        target = msg.target
+        try:
+            if not work.resume:
+                work, taken = await self._typed_answer(thread_id, work.text)
+                if taken is not None:
+                    await self._show_answer(adapter, target, taken, work.text)
+            await self._turns(adapter, msg, thread_id, lock, work)
+        finally:
+            with contextlib.suppress(SwitchboardError):
+                await locks.release(lock)
+        await self._pick_up_leftovers(adapter, msg, thread_id)
+
+    async def _turns(
+        self, adapter: Adapter, msg: InboundMessage, thread_id: str, lock: Lock, work: _Work
+    ) -> None:
+        """The turn for `work`, then one follow-up turn per batch of messages queued meanwhile."""
+        context = _context(msg)
+        target = msg.target
+        for _ in range(MAX_FOLLOW_UPS + 1):
+            await self._one_turn(adapter, msg, target, thread_id, lock, work, context)
+            queued = await self._s.pending.drain(thread_id)
+            if not queued:
+                return
+            _log.info("message.follow_up", count=len(queued))
+            work, taken = await self._typed_answer(
+                thread_id, _join_queued(queued, shared=not msg.is_dm)
+            )
+            if taken is not None and len(queued) == 1:
+                await self._show_answer(adapter, target, taken, work.text)
+            target = replace(target, reply_to_id=queued[-1].message_id or target.reply_to_id)
+            context = replace(
+                context, user_id=queued[-1].sender_id, user_name=queued[-1].sender_name
+            )
+            msg = replace(msg, sender_id=queued[-1].sender_id, sender_name=queued[-1].sender_name)
+
+    async def _one_turn(
+        self,
+        adapter: Adapter,
+        msg: InboundMessage,
+        target: ReplyTarget,
+        thread_id: str,
+        lock: Lock,
+        work: _Work,
+        context: TurnContext,
+    ) -> None:
+        started = time.perf_counter()
+        runner = self._runtime.resume if work.resume else self._runtime.run_turn
+        turn = asyncio.create_task(runner(thread_id, work.text, context), name=f"turn:{thread_id}")
+        self._running[thread_id] = turn
+        keeper = asyncio.create_task(self._keep_lock(lock, turn), name=f"lock:{thread_id}")
+        try:
+            async with adapter.typing(target):
+                result = await asyncio.wait_for(turn, self._config.turn_timeout_s)
+        except asyncio.CancelledError:
+            if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            _log.info("turn.stopped")
+            await self._send_text(adapter, target, "Stopped.")
+            return
+        except TimeoutError:
+            _log.warning("turn.timed_out", timeout_s=self._config.turn_timeout_s)
+            await self._report(adapter, target, AgentError("turn timed out"))
+            return
+        except Exception as exc:
+            await self._report(adapter, target, exc)
+            return
+        finally:
+            keeper.cancel()
+            self._running.pop(thread_id, None)
+        structlog.contextvars.bind_contextvars(run_id=result.run_id)
+        await self._reply(adapter, msg, target, thread_id, result)
+        metrics.TURN_LATENCY.labels(platform=str(msg.platform)).observe(
+            time.perf_counter() - started
+        )
+
+    async def _keep_lock(self, lock: Lock, turn: asyncio.Task[TurnResult]) -> None:
+        """Extend the lock while the turn runs; honour `/stop` sent from any process."""
+        locks = self._s.locks
+        interval = max(0.05, min(1.0, lock.ttl_s / 3))
+        while not turn.done():
+            await asyncio.sleep(interval)
+            try:
+                if await locks.take_stop(lock.thread_id):
+                    _log.info("turn.stop_requested")
+                    turn.cancel()
+                    return
+                if not await locks.extend(lock):
+                    _log.warning("lock.lost")
+                    return
+            except SwitchboardError as exc:
+                _log.warning("lock.extend_failed", category=exc.category)
+
+    async def _reply(
+        self,
+        adapter: Adapter,
+        msg: InboundMessage,
+        target: ReplyTarget,
+        thread_id: str,
+        result: TurnResult,
+    ) -> None:
+        caps = adapter.capabilities
+        if result.question is not None:
+            sent = await self._ask(adapter, msg, target, thread_id, result.question)
+        else:
+            text = result.reply_text.strip() or FALLBACK_REPLY
+            sent = await adapter.send(target, render_chunks(text, caps))
+        metrics.MESSAGES_OUT.labels(platform=str(msg.platform)).inc(len(sent.message_ids))
+        await self._s.threads.remember_messages(
+            str(msg.platform), sent.chat_id, list(sent.message_ids), thread_id
+        )
+        _log.info("reply.sent", chunks=len(sent.message_ids))
+
+    async def _ask(
+        self,
+        adapter: Adapter,
+        msg: InboundMessage,
+        target: ReplyTarget,
+        thread_id: str,
+        question: Question,
+    ) -> SentRef:
+        pending = PendingQuestion(
+            asker_id=msg.sender_id, text=question.text, options=question.options
+        )
+        await self._s.questions.put(thread_id, pending)
+        chunks = render_chunks(question.text, adapter.capabilities)
+        if adapter.capabilities.buttons and question.options:
+            prompt = QuestionPrompt(pending.question_id, question.options, msg.sender_id)
+            sent = await adapter.ask(target, chunks, prompt)
+        else:
+            sent = await adapter.send(target, chunks)
+        if sent.message_ids:
+            await self._s.questions.set_message(thread_id, pending, sent.message_ids[-1])
+        _log.info("question.asked", options=len(question.options))
+        return sent
+
+    # -- busy threads -------------------------------------------------------------------------
+
+    async def _busy(
+        self, adapter: Adapter, msg: InboundMessage, thread_id: str, work: _Work
+    ) -> None:
+        if self._config.busy == "reject":
+            _log.info("message.rejected_busy")
+            await adapter.notify(
+                msg, "I'm still working on the previous message here; please resend in a moment."
+            )
+            return
+        depth = await self._s.pending.push(
+            thread_id,
+            PendingMessage(
+                sender_id=msg.sender_id,
+                sender_name=msg.sender_name,
+                text=work.text,
+                message_id=msg.provider_message_id,
+            ),
+        )
+        metrics.QUEUE_DEPTH.labels(platform=str(msg.platform)).set(depth)
+        _log.info("message.queued", depth=depth)
+        try:
+            await adapter.acknowledge(msg, AckKind.QUEUED)
+        except SwitchboardError as exc:
+            _log.warning("ack.failed", category=exc.category)
+        await self._pick_up_leftovers(adapter, msg, thread_id)
+
+    async def _pick_up_leftovers(
+        self, adapter: Adapter, msg: InboundMessage, thread_id: str
+    ) -> None:
+        """Close the race where a turn ended between our failed acquire and our push: if the
+        queue is non-empty and the lock is free, run the follow-up ourselves."""
+        if await self._s.pending.length(thread_id) == 0:
+            return
+        lock = await self._s.locks.acquire(thread_id)
+        if lock is None:
+            return
+        try:
+            queued = await self._s.pending.drain(thread_id)
+            if queued:
+                last = queued[-1]
+                follow = replace(
+                    msg,
+                    sender_id=last.sender_id,
+                    sender_name=last.sender_name,
+                    provider_message_id=last.message_id or msg.provider_message_id,
+                )
+                work, _ = await self._typed_answer(
+                    thread_id, _join_queued(queued, shared=not msg.is_dm)
+                )
+                await self._turns(adapter, follow, thread_id, lock, work)
+        finally:
+            with contextlib.suppress(SwitchboardError):
+                await self._s.locks.release(lock)
+
+    # -- output helpers ---------------------------------------------------------------------
+
+    async def _send_text(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
+        return await adapter.send(target, render_chunks(text, adapter.capabilities))
+
+    async def _report(
+        self,
+        adapter: Adapter,
+        target: ReplyTarget,
+        exc: BaseException,
+        *,
+        msg: InboundMessage | None = None,
+    ) -> None:
+        """The one place an exception becomes chat text: category message + reference id."""
+        ref = secrets.token_hex(4)
+        category = exc.category if isinstance(exc, SwitchboardError) else "internal"
+        metrics.ERRORS.labels(category=category).inc()
+        _log.error("turn.failed", ref=ref, category=category, exc_info=exc)
+        text = f"Sorry — {_USER_MESSAGES.get(category, _USER_MESSAGES['internal'])} (ref {ref})"
+        try:
+            await adapter.send(target, [Chunk(text=text, plain=text)])
+        except Exception as send_exc:
+            _log.error("error_reply.failed", ref=ref, error=type(send_exc).__name__)
+
+
+def _context(msg: InboundMessage) -> TurnContext:
+    return TurnContext(
+        user_id=msg.sender_id,
+        user_name=msg.sender_name,
+        platform=str(msg.platform),
+        conversation_key=conversation_key(msg),
+    )
+
+
+def _join_queued(queued: Sequence[PendingMessage], *, shared: bool) -> str:
+    """Messages that waited, as one turn: in order, with sender names where several people talk."""
+    if len(queued) == 1 and not shared:
+        return queued[0].text
+    if not shared:
+        return "\n\n".join(m.text for m in queued)
+    return "\n\n".join(f"{m.sender_name or m.sender_id}: {m.text}" for m in queued)
