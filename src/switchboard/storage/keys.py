@@ -18,6 +18,17 @@ slot and a Lua script may touch several of them at once.
 | `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
 | `sb:{<thread_id>}:cp:*`                      | mixed  | optional whole-thread TTL  | checkpoint.py    |
+| `sb:account:<name>`                          | hash   | none                       | accounts.py      |
+| `sb:accounts`                                | zset   | none (score = created at)  | accounts.py      |
+| `sb:apikey:<sha256 of key>`                  | string | none (deleted on revoke)   | accounts.py      |
+| `sb:linktoken:<token>`                       | hash   | 24 h (TOKEN_RECORD_TTL_S)  | links.py         |
+| `sb:linkpending:<kind>:<platform>:<target>`  | string | token life + 1 min         | links.py         |
+| `sb:linkrate:<scope>:<platform>:<id>`        | string | rate window                | links.py         |
+| `sb:link:<link_id>`                          | hash   | none                       | links.py         |
+| `sb:linked:<kind>:<platform>:<target>`       | hash   | none                       | links.py         |
+| `sb:acctlinks:<account>`                     | set    | none                       | links.py         |
+| `sb:links`                                   | set    | none                       | links.py         |
+| `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
 
 Values are UTF-8 strings or JSON documents; the owning module documents its value shape.
 """
@@ -75,3 +86,36 @@ class Keys:
 
     def checkpoint(self, thread_id: str, suffix: str) -> str:
         return self.thread(thread_id, f"cp:{suffix}")
+
+    def account(self, name: str) -> str:
+        return f"{self.prefix}account:{name}"
+
+    def accounts(self) -> str:
+        return f"{self.prefix}accounts"
+
+    def api_key(self, digest: str) -> str:
+        return f"{self.prefix}apikey:{digest}"
+
+    def link_token(self, token: str) -> str:
+        return f"{self.prefix}linktoken:{token}"
+
+    def link_pending(self, kind: str, platform: str, target_id: str) -> str:
+        return f"{self.prefix}linkpending:{kind}:{platform}:{target_id}"
+
+    def link_rate(self, scope: str, platform: str, scope_id: str) -> str:
+        return f"{self.prefix}linkrate:{scope}:{platform}:{scope_id}"
+
+    def link(self, link_id: str) -> str:
+        return f"{self.prefix}link:{link_id}"
+
+    def linked(self, kind: str, platform: str, target_id: str) -> str:
+        return f"{self.prefix}linked:{kind}:{platform}:{target_id}"
+
+    def account_links(self, account: str) -> str:
+        return f"{self.prefix}acctlinks:{account}"
+
+    def links_index(self) -> str:
+        return f"{self.prefix}links"
+
+    def notice(self, platform: str, chat_id: str) -> str:
+        return f"{self.prefix}notice:{platform}:{chat_id}"
