@@ -61,3 +61,28 @@ async def redis(redis_url: str, prefix: str) -> AsyncIterator[aioredis.Redis]:
             if cursor == 0:
                 break
         await client.aclose()
+
+
+@pytest.fixture
+async def make_manager(redis: aioredis.Redis, prefix: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Factory for a real manager (demo model, real Redis under the test prefix), built by the
+    production composition root. Overrides are Settings fields, e.g. `busy="reject"`."""
+    from contextlib import AsyncExitStack
+
+    from switchboard.service.app import build_core
+    from switchboard.service.settings import Settings
+
+    stack = AsyncExitStack()
+    cores = []
+
+    async def factory(**overrides: object):  # type: ignore[no-untyped-def]
+        fields = {"access": "open", "redis_prefix": prefix, "data_dir": tmp_path, **overrides}
+        settings = Settings(_env_file=None, **fields)  # type: ignore[arg-type]
+        core = await stack.enter_async_context(build_core(settings, redis))
+        cores.append(core)
+        return core.manager
+
+    try:
+        yield factory
+    finally:
+        await stack.aclose()

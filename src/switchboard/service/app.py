@@ -235,7 +235,7 @@ async def _start_http(
         ) from None
     core.http_port = sock.getsockname()[1]
     server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http")
-    while not server.started and not server_task.done():
+    while not server.started and not server_task.done():  # noqa: ASYNC110 - uvicorn only exposes a flag
         await asyncio.sleep(0.01)
 
     async def stop_server() -> None:
