@@ -21,13 +21,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import structlog
-from switchboard.channels.render import render_chunks
 
 from switchboard import metrics
 from switchboard.agent.result import Question, TurnContext, TurnResult
 from switchboard.channels.base import AckKind, Adapter, Chunk, QuestionPrompt, SentRef
 from switchboard.channels.commands import HELP_TEXT, Command, CommandName, parse_command
 from switchboard.channels.message import InboundMessage, Platform, ReplyTarget, conversation_key
+from switchboard.channels.render import render_chunks
 from switchboard.errors import AgentError, SwitchboardError
 from switchboard.storage import (
     Dedupe,
@@ -183,6 +183,9 @@ class Manager:
         conv = conversation_key(msg)
         if command is not None:
             await self._command(adapter, msg, command, conv)
+            return
+        if msg.button is None and not msg.text.strip():
+            await self._send_text(adapter, msg.target, "I can only read text for now.")
             return
         thread_id = await self._thread_for(msg, conv)
         if thread_id is None:
@@ -342,6 +345,13 @@ class Manager:
         target = msg.target
         try:
             if not work.resume:
+                queued = await self._s.pending.drain(thread_id)
+                if queued:
+                    _log.info("message.picked_up_orphans", count=len(queued))
+                    mine = PendingMessage(
+                        msg.sender_id, msg.sender_name, work.text, msg.provider_message_id
+                    )
+                    work = _Work(_join_queued([*queued, mine], shared=not msg.is_dm))
                 work, taken = await self._typed_answer(thread_id, work.text)
                 if taken is not None:
                     await self._show_answer(adapter, target, taken, work.text)

@@ -1,0 +1,279 @@
+"""The manager end to end: real Redis, the demo model, a recording adapter on the platform side."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+
+import pytest
+
+from switchboard.channels.base import AckKind
+from switchboard.channels.message import ButtonPress, InboundMessage, Platform
+from switchboard.storage import Keys, PendingMessage, PendingQueue, ThreadLocks, ThreadMap
+from tests.fakes.recording_adapter import RecordingAdapter
+from tests.support import wait_until
+
+_ids = itertools.count(1)
+
+
+def dm(
+    text: str, *, chat: str = "D1", user: str = "U1", name: str = "alice", mid: str | None = None
+) -> InboundMessage:
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id=chat,
+        sender_id=user,
+        sender_name=name,
+        text=text,
+        provider_message_id=mid or f"m{next(_ids)}",
+        is_dm=True,
+    )
+
+
+def in_channel(text: str, *, anchor: str, user: str, name: str) -> InboundMessage:
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id="C1",
+        sender_id=user,
+        sender_name=name,
+        text=text,
+        provider_message_id=f"m{next(_ids)}",
+        mentions_bot=True,
+        thread_anchor=anchor,
+    )
+
+
+async def setup(make_manager, **overrides):  # type: ignore[no-untyped-def]
+    manager = await make_manager(**overrides)
+    adapter = RecordingAdapter(deliver=manager.deliver)
+    manager.register(adapter)
+    return manager, adapter
+
+
+async def test_message_gets_one_clean_reply(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("hello there friend"))
+    await manager.idle()
+    assert adapter.texts() == ["You said: hello there friend"]
+    assert adapter.typing_count == 1
+
+
+async def test_redelivered_message_gets_one_reply(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    msg = dm("echo once", mid="same-id")
+    await asyncio.gather(*(manager.deliver(msg) for _ in range(5)))
+    await manager.idle()
+    await manager.deliver(msg)
+    await manager.idle()
+    assert adapter.texts() == ["once"]
+
+
+async def test_conversation_remembers_earlier_messages(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    for text in ("first words", "second words", "recall"):
+        await manager.deliver(dm(text))
+        await manager.idle()
+    assert adapter.texts()[-1] == "You first said: first words"
+
+
+async def test_concurrent_first_messages_share_one_thread(make_manager, redis, keys: Keys) -> None:
+    manager, adapter = await setup(make_manager)
+    await asyncio.gather(
+        manager.deliver(dm("echo a", chat="D9")), manager.deliver(dm("echo b", chat="D9"))
+    )
+    await manager.idle()
+    thread_id = await ThreadMap(redis, keys=keys).peek("slack:T1:D9")
+    assert thread_id is not None
+    # both messages were answered (one as a follow-up), and both live in the one thread
+    assert len(adapter.sent) == 2
+    await manager.deliver(dm("recall", chat="D9"))
+    await manager.idle()
+    assert adapter.texts()[-1] in ("You first said: echo a", "You first said: echo b")
+
+
+async def test_busy_thread_queues_acknowledges_and_answers_in_one_follow_up(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(in_channel("slow 0.6", anchor="100.1", user="U1", name="alice"))
+    await wait_until(lambda: adapter.typing_count == 1)
+    first = in_channel("echo x", anchor="100.1", user="U2", name="bob")
+    second = in_channel("and another thing", anchor="100.1", user="U3", name="carol")
+    await manager.deliver(first)
+    await wait_until(lambda: len(adapter.acks) == 1)
+    await manager.deliver(second)
+    await manager.idle()
+    assert [kind for _, kind in adapter.acks] == [AckKind.QUEUED, AckKind.QUEUED]
+    assert adapter.texts()[0] == "Done after 0.6 s."
+    assert len(adapter.sent) == 2, adapter.texts()
+    follow_up = adapter.texts()[1]
+    assert "bob: echo x" in follow_up and "carol: and another thing" in follow_up
+    assert follow_up.index("bob") < follow_up.index("carol")
+    assert adapter.sent[1].target.reply_to_id == second.provider_message_id
+
+
+async def test_busy_reject_mode_answers_with_a_notice(make_manager) -> None:
+    manager, adapter = await setup(make_manager, busy="reject")
+    await manager.deliver(dm("slow 0.4"))
+    await wait_until(lambda: adapter.typing_count == 1)
+    await manager.deliver(dm("are you there"))
+    await manager.idle()
+    assert adapter.texts() == ["Done after 0.4 s."]
+    assert any("still working" in text for _, text, _ in adapter.notices)
+
+
+async def test_crashed_worker_leaves_nothing_stuck(make_manager, redis, keys: Keys) -> None:
+    manager, adapter = await setup(make_manager)
+    threads = ThreadMap(redis, keys=keys)
+    thread_id = await threads.resolve("slack:T1:D1")
+    # a worker that took the lock, queued work, then died without releasing anything
+    dead = ThreadLocks(redis, keys=keys, ttl_s=0.3)
+    assert await dead.acquire(thread_id) is not None
+    await PendingQueue(redis, keys=keys).push(
+        thread_id, PendingMessage(sender_id="U1", sender_name="alice", text="queued before crash")
+    )
+    await wait_until(lambda: _not_locked(redis, keys, thread_id))
+    await manager.deliver(dm("echo after"))
+    await manager.idle()
+    assert adapter.texts() == ["I can only read text for now."]
+    assert "queued before crash" in adapter.texts()[0] and "after" in adapter.texts()[0]
+    assert await PendingQueue(redis, keys=keys).length(thread_id) == 0
+    assert not await ThreadLocks(redis, keys=keys).is_locked(thread_id)
+
+
+async def _not_locked(redis, keys: Keys, thread_id: str) -> bool:  # type: ignore[no-untyped-def]
+    return not await ThreadLocks(redis, keys=keys).is_locked(thread_id)
+
+
+async def test_clarification_is_answered_by_the_next_message(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("choose a flavour"))
+    await manager.idle()
+    asked = adapter.last_prompt()
+    assert asked is not None and asked.prompt is not None
+    assert asked.prompt.options == ("alpha", "beta", "gamma")
+    assert "Which one do you mean?" in asked.text and "1. alpha" in asked.text
+    await manager.deliver(dm("gamma please"))
+    await manager.idle()
+    assert adapter.texts()[-1] == "You chose: gamma please."
+
+
+async def test_clarification_is_answered_by_number(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("choose one"))
+    await manager.idle()
+    await manager.deliver(dm("2"))
+    await manager.idle()
+    assert adapter.texts()[-1] == "You chose: beta."
+
+
+async def test_button_press_by_asker_resumes_and_stranger_is_refused(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(in_channel("choose", anchor="200.1", user="U1", name="alice"))
+    await manager.idle()
+    asked = adapter.last_prompt()
+    assert asked is not None and asked.prompt is not None
+    qid = asked.prompt.question_id
+
+    def press(user: str, index: int) -> InboundMessage:
+        return InboundMessage(
+            platform=Platform.SLACK,
+            workspace_id="T1",
+            chat_id="C1",
+            sender_id=user,
+            sender_name=user,
+            text="",
+            provider_message_id=asked.message_id,
+            thread_anchor="200.1",
+            button=ButtonPress(qid, index, interaction_id=f"i-{user}-{index}"),
+        )
+
+    await manager.deliver(press("U2", 0))
+    await manager.idle()
+    assert adapter.button_answers == [("U2", "Only the person who asked can answer this question.")]
+    await manager.deliver(press("U1", 1))
+    await manager.idle()
+    assert adapter.button_answers[-1] == ("U1", None)
+    assert (
+        adapter.edits
+        and adapter.edits[-1][0] == asked.message_id
+        and "beta" in adapter.edits[-1][1]
+    )
+    assert adapter.texts()[-1] == "You chose: beta."
+    await manager.deliver(press("U1", 2))
+    await manager.idle()
+    assert adapter.button_answers[-1] == ("U1", "This question is no longer open.")
+
+
+async def test_new_resets_only_its_own_conversation(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    for chat in ("DA", "DB"):
+        await manager.deliver(dm(f"echo start {chat}", chat=chat))
+        await manager.idle()
+    await manager.deliver(dm("/new", chat="DA"))
+    await manager.idle()
+    assert "new conversation" in adapter.texts()[-1]
+    await manager.deliver(dm("recall", chat="DA"))
+    await manager.idle()
+    assert adapter.texts()[-1] == "You first said: recall"
+    await manager.deliver(dm("recall", chat="DB"))
+    await manager.idle()
+    assert adapter.texts()[-1] == "You first said: echo start DB"
+
+
+async def test_stop_cancels_the_running_turn_and_is_idempotent(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("slow 20"))
+    await wait_until(lambda: adapter.typing_count == 1)
+    await manager.deliver(dm("/stop"))
+    await manager.idle(timeout=10)
+    texts = adapter.texts()
+    assert "Stopping the current answer." in texts and "Stopped." in texts
+    await manager.deliver(dm("/stop"))
+    await manager.idle()
+    assert adapter.texts()[-1] == "Nothing is running here."
+
+
+async def test_status_reports_thread_and_model(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("hello"))
+    await manager.idle()
+    await manager.deliver(dm("/status"))
+    await manager.idle()
+    status = adapter.texts()[-1]
+    assert "Busy: no" in status and "Queued messages: 0" in status and "Model: demo" in status
+
+
+async def test_unknown_command_gets_help(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("/frobnicate now"))
+    await manager.idle()
+    assert "Unknown command" in adapter.texts()[-1] and "/new" in adapter.texts()[-1]
+
+
+async def test_model_failure_shows_reference_id_not_a_traceback(make_manager, caplog) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("boom"))
+    await manager.idle()
+    text = adapter.texts()[-1]
+    match = re.search(r"\(ref ([0-9a-f]{8})\)", text)
+    assert match, text
+    assert "Traceback" not in text and "RuntimeError" not in text
+
+
+async def test_flood_gets_one_notice_per_window(make_manager) -> None:
+    manager, adapter = await setup(make_manager, rate_limit_per_minute=3)
+    for i in range(7):
+        await manager.deliver(dm(f"echo n{i}"))
+        await manager.idle()
+    assert adapter.texts() == ["n0", "n1", "n2"]
+    assert [t for _, t, _ in adapter.notices if "too fast" in t] and len(adapter.notices) == 1
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+async def test_blank_message_gets_a_text_only_notice(make_manager, text: str) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm(text))
+    await manager.idle()
+    assert adapter.texts() == ["I can only read text for now."]
