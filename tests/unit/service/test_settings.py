@@ -1,0 +1,114 @@
+"""Settings: contract defaults, one-line errors naming the variable, secrets masked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from switchboard.errors import ConfigError
+from switchboard.service.settings import Settings, load_settings
+
+CONTRACT_VARS = [
+    "REDIS_URL",
+    "SWITCHBOARD_DATA_DIR",
+    "SWITCHBOARD_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "SWITCHBOARD_HTTP_HOST",
+    "SWITCHBOARD_HTTP_PORT",
+    "SWITCHBOARD_PUBLIC_URL",
+    "SWITCHBOARD_ACCESS",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_API_BASE",
+    "TELEGRAM_MODE",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_API_BASE",
+    "DISCORD_BOT_TOKEN",
+    "DISCORD_API_BASE",
+    "DISCORD_GATEWAY_URL",
+]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [*CONTRACT_VARS, "SWITCHBOARD_BUSY", "SWITCHBOARD_RATE_LIMIT"]:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_defaults_match_the_contract() -> None:
+    s = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert s.redis_url is None
+    assert s.data_dir == Path("./data")
+    assert s.model == "demo"
+    assert (s.http_host, s.http_port) == ("127.0.0.1", 8080)
+    assert s.public_url == "http://127.0.0.1:8080"
+    assert s.access == "linked"
+    assert s.telegram_api_base == "https://api.telegram.org"
+    assert s.telegram_mode == "polling"
+    assert s.slack_api_base == "https://slack.com/api/"
+    assert s.discord_api_base == "https://discord.com/api/v10"
+    assert s.busy == "queue" and s.rate_limit_per_minute == 20
+    assert not s.any_platform
+
+
+def test_every_contract_variable_is_a_setting() -> None:
+    view = Settings(_env_file=None).public_view()  # type: ignore[call-arg]
+    assert set(CONTRACT_VARS) <= set(view)
+
+
+def test_environment_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HTTP_PORT", "9001")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
+    s = load_settings(_env_file=None)
+    assert s.http_port == 9001 and s.telegram_enabled
+
+
+def test_env_file_is_read_and_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = tmp_path / ".env"
+    env.write_text("SWITCHBOARD_MODEL=openai:gpt-4o-mini\nSWITCHBOARD_HTTP_PORT=7000\n")
+    monkeypatch.setenv("SWITCHBOARD_HTTP_PORT", "7001")
+    s = load_settings(_env_file=env)
+    assert s.model == "openai:gpt-4o-mini" and s.http_port == 7001
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SWITCHBOARD_HTTP_PORT", "eighty"),
+        ("SWITCHBOARD_HTTP_PORT", "70000"),
+        ("SWITCHBOARD_ACCESS", "everyone"),
+        ("TELEGRAM_MODE", "push"),
+        ("SWITCHBOARD_MODEL", "gpt4"),
+        ("SWITCHBOARD_PUBLIC_URL", "example.com"),
+    ],
+)
+def test_invalid_value_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings(_env_file=None)
+    message = str(info.value)
+    assert name in message and "\n" not in message
+
+
+def test_secrets_are_masked_in_the_public_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("REDIS_URL", "redis://user:hunter2@db:6379/0")
+    view = load_settings(_env_file=None).public_view()
+    assert view["SLACK_BOT_TOKEN"] == "***" and view["OPENAI_API_KEY"] == "***"
+    assert "hunter2" not in str(view) and "very-secret" not in str(view)
+
+
+def test_slack_needs_a_transport_token_to_start() -> None:
+    only_bot = Settings(_env_file=None, slack_bot_token="xoxb-1")  # type: ignore[call-arg]
+    assert not only_bot.slack_enabled
+    socket = Settings(_env_file=None, slack_bot_token="xoxb-1", slack_app_token="xapp-1")  # type: ignore[call-arg]
+    assert socket.slack_enabled
