@@ -1,9 +1,36 @@
 """Everything Switchboard keeps in Redis, behind verbs (claim, acquire, push, drain), never raw keys."""
 
+from switchboard.storage.accounts import (
+    Account,
+    AccountError,
+    AccountExists,
+    AccountNotFound,
+    Accounts,
+    InvalidAccountName,
+)
 from switchboard.storage.connection import EmbeddedValkey, connect, open_redis
 from switchboard.storage.dedupe import DEDUPE_TTL_S, Dedupe
 from switchboard.storage.keys import Keys
+from switchboard.storage.links import (
+    TOKEN_TTL_S,
+    AlreadyLinked,
+    Link,
+    LinkError,
+    LinkKind,
+    LinkNotFound,
+    LinkRateLimited,
+    Links,
+    LinkToken,
+    TokenGone,
+    TokenNotFound,
+    TokenState,
+    UnlinkResult,
+    UnlinkStatus,
+    WrongTokenKind,
+    is_wellformed_id,
+)
 from switchboard.storage.locks import LOCK_TTL_S, Lock, ThreadLocks
+from switchboard.storage.notices import NOTICE_TTL_S, NoticeLimiter
 from switchboard.storage.pending import PENDING_CAP, PendingMessage, PendingQueue
 from switchboard.storage.questions import PendingQuestion, PendingQuestions
 from switchboard.storage.ratelimit import RateDecision, RateLimiter
@@ -13,12 +40,29 @@ from switchboard.storage.warnings import PendingWarnings
 __all__ = [
     "DEDUPE_TTL_S",
     "LOCK_TTL_S",
+    "NOTICE_TTL_S",
     "PENDING_CAP",
     "THREAD_TTL_S",
+    "TOKEN_TTL_S",
+    "Account",
+    "AccountError",
+    "AccountExists",
+    "AccountNotFound",
+    "Accounts",
+    "AlreadyLinked",
     "Dedupe",
     "EmbeddedValkey",
+    "InvalidAccountName",
     "Keys",
+    "Link",
+    "LinkError",
+    "LinkKind",
+    "LinkNotFound",
+    "LinkRateLimited",
+    "LinkToken",
+    "Links",
     "Lock",
+    "NoticeLimiter",
     "PendingMessage",
     "PendingQuestion",
     "PendingQuestions",
@@ -28,6 +72,13 @@ __all__ = [
     "RateLimiter",
     "ThreadLocks",
     "ThreadMap",
+    "TokenGone",
+    "TokenNotFound",
+    "TokenState",
+    "UnlinkResult",
+    "UnlinkStatus",
+    "WrongTokenKind",
     "connect",
+    "is_wellformed_id",
     "open_redis",
 ]
