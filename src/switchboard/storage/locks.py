@@ -51,6 +51,11 @@ return 0
 """
 
 
+def _ms(ttl_s: float) -> int:
+    """Lock TTL in ms for PX/PEXPIRE, which reject 0: a sub-ms TTL still means "expire soon"."""
+    return max(1, round(ttl_s * 1000))
+
+
 @dataclass(frozen=True, slots=True)
 class Lock:
     thread_id: str
@@ -74,7 +79,7 @@ class ThreadLocks:
         try:
             ok = await self._acquire(
                 keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)],
-                args=[token, int(self.ttl_s * 1000)],
+                args=[token, _ms(self.ttl_s)],
             )
         except RedisError as exc:
             raise StorageError(f"lock acquire failed: {exc.__class__.__name__}") from None
@@ -86,7 +91,7 @@ class ThreadLocks:
             return bool(
                 await self._extend(
                     keys=[self._keys.lock(lock.thread_id)],
-                    args=[lock.token, int(lock.ttl_s * 1000)],
+                    args=[lock.token, _ms(lock.ttl_s)],
                 )
             )
         except RedisError as exc:

@@ -1,8 +1,9 @@
 """The clarification question a thread is waiting on, answered (consumed) exactly once.
 
 `sb:{thread}:question` holds JSON `{"question_id", "asker_id", "text", "options", "expires_at",
-"message_id"}` with a TTL equal to the question's remaining life. Consume is GET + id check + DEL in
-one script, so a button press and a typed answer racing each other resume the run once.
+"message_id"}` with a TTL equal to the question's remaining life (ms precision; a question whose
+`expires_at` has passed is never returned). Consume is GET + id check + DEL in one script, so a
+button press and a typed answer racing each other resume the run once.
 """
 
 from __future__ import annotations
@@ -22,18 +23,23 @@ __all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions"]
 
 QUESTION_TTL_S = 7 * 24 * 3600  # People answer later; after a week the question is dropped.
 
+# A corrupt document must not make every consume fail until it expires: it matches no id, and
+# an id-less consume removes it (the caller then sees None).
 _CONSUME = """
 local raw = redis.call('GET', KEYS[1])
 if not raw then return false end
-if ARGV[1] ~= '' and cjson.decode(raw)['question_id'] ~= ARGV[1] then return false end
+if ARGV[1] ~= '' then
+  local ok, doc = pcall(cjson.decode, raw)
+  if not ok or type(doc) ~= 'table' or doc['question_id'] ~= ARGV[1] then return false end
+end
 redis.call('DEL', KEYS[1])
 return raw
 """
 _SET_MESSAGE = """
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
-local doc = cjson.decode(raw)
-if doc['question_id'] ~= ARGV[1] then return 0 end
+local ok, doc = pcall(cjson.decode, raw)
+if not ok or type(doc) ~= 'table' or doc['question_id'] ~= ARGV[1] then return 0 end
 doc['message_id'] = ARGV[2]
 redis.call('SET', KEYS[1], cjson.encode(doc), 'KEEPTTL')
 return 1
@@ -80,10 +86,14 @@ class PendingQuestions:
         self._set_message = client.register_script(_SET_MESSAGE)
 
     async def put(self, thread_id: str, question: PendingQuestion) -> None:
-        """Store the thread's open question, replacing any older one."""
-        ttl = max(1, int(question.expires_at - time.time()))
+        """Store the thread's open question, replacing any older one (an expired one is not kept)."""
+        key = self._keys.question(thread_id)
+        ttl_ms = int((question.expires_at - time.time()) * 1000)
         try:
-            await self._r.set(self._keys.question(thread_id), question.to_json(), ex=ttl)
+            if ttl_ms > 0:
+                await self._r.set(key, question.to_json(), px=ttl_ms)
+            else:
+                await self._r.delete(key)
         except RedisError as exc:
             raise StorageError(f"question store failed: {exc.__class__.__name__}") from None
 
@@ -117,9 +127,11 @@ class PendingQuestions:
 
 
 def _parse(raw: bytes | str | None) -> PendingQuestion | None:
+    """The stored question, or None if absent, corrupt or past its `expires_at`."""
     if not raw:
         return None
     try:
-        return PendingQuestion.from_json(raw)
-    except (ValueError, KeyError, TypeError):
+        question = PendingQuestion.from_json(raw)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
+    return question if question.expires_at > time.time() else None

@@ -1,6 +1,7 @@
 """Per-sender flood protection: a sliding window of message timestamps in a zset.
 
-`sb:rate:<platform>:<sender>` holds one member per accepted message (score = ms timestamp);
+`sb:rate:<platform>:<sender>` holds one member per accepted message (score = ms timestamp from the
+server's clock, so every worker slides the same window however far their own clocks drift);
 `sb:rate:notice:<platform>:<sender>` marks that the sender was already told during this window, so
 excess messages get one notice per window, not one each. Both expire with the window.
 """
@@ -8,7 +9,6 @@ excess messages get one notice per window, not one each. Both expire with the wi
 from __future__ import annotations
 
 import secrets
-import time
 from enum import StrEnum
 
 import redis.asyncio as redis
@@ -20,11 +20,12 @@ from switchboard.storage.keys import Keys
 __all__ = ["RateDecision", "RateLimiter"]
 
 _HIT = """
-local now = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[4])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], window)
   return 1
 end
@@ -50,19 +51,14 @@ class RateLimiter:
         self._hit = client.register_script(_HIT)
 
     async def hit(self, platform: str, sender_id: str) -> RateDecision:
-        now_ms = int(time.time() * 1000)
+        """Count one message from the sender; ALLOW while under `limit` in the last `window_s`."""
         try:
             code = await self._hit(
                 keys=[
                     self._keys.rate(platform, sender_id),
                     self._keys.rate_notice(platform, sender_id),
                 ],
-                args=[
-                    now_ms,
-                    int(self.window_s * 1000),
-                    self.limit,
-                    f"{now_ms}-{secrets.token_hex(4)}",
-                ],
+                args=[max(1, round(self.window_s * 1000)), self.limit, secrets.token_hex(8)],
             )
         except RedisError as exc:
             raise StorageError(f"rate limit failed: {exc.__class__.__name__}") from None

@@ -7,12 +7,12 @@ needs no SCAN. Both carry a 1 h TTL as a backstop for crashed runs.
 A global index (`sb:warn:index`, zset of list keys scored by last touch) caps how many lists exist
 at once; past the cap the least recently touched lists are evicted, never the one just written. The
 index is updated by its own script and victims are deleted by key, so no script spans two cluster
-slots.
+slots. Scores are server-clock microseconds (`TIME`), so workers with skewed clocks agree on "least
+recently". The index is touched before the list is written: a list is never written while it still
+has its old (possibly oldest) score, where a concurrent add elsewhere could evict it.
 """
 
 from __future__ import annotations
-
-import time
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -20,11 +20,11 @@ from redis.exceptions import RedisError
 from switchboard.errors import StorageError
 from switchboard.storage.keys import Keys
 
-__all__ = ["WARNINGS_PER_RUN", "WARNINGS_TTL_S", "PendingWarnings"]
+__all__ = ["WARNINGS_MAX_KEYS", "WARNINGS_PER_RUN", "WARNINGS_TTL_S", "PendingWarnings"]
 
 WARNINGS_PER_RUN = 4
 WARNINGS_TTL_S = 3600  # A run lasts minutes; the backstop only catches runs whose worker died.
-WARNINGS_MAX_KEYS = 10_000
+WARNINGS_MAX_KEYS = 10_000  # Bounds memory if many runs die without draining.
 
 _ADD = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -42,8 +42,9 @@ redis.call('EXPIRE', KEYS[2], ARGV[3])
 return 1
 """
 _TOUCH_INDEX = """
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], t[1] .. string.format('%06d', tonumber(t[2])), ARGV[1])
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
 if excess <= 0 then return {} end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, excess)
 local victims = {}
@@ -100,15 +101,15 @@ class PendingWarnings:
         """Queue a warning for the run's next model call; False if the same text is already queued."""
         key = self._keys.warnings(thread_id, run_id)
         try:
+            victims = await self._touch(
+                keys=[self._keys.warnings_index()], args=[key, self._max_keys]
+            )
+            if victims:
+                await self._r.delete(*victims)
             added = await self._add(
                 keys=[key, self._keys.warning_runs(thread_id)],
                 args=[text, self._per_run, self._ttl, run_id],
             )
-            victims = await self._touch(
-                keys=[self._keys.warnings_index()], args=[key, time.time(), self._max_keys]
-            )
-            if victims:
-                await self._r.delete(*victims)
         except RedisError as exc:
             raise StorageError(f"warning add failed: {exc.__class__.__name__}") from None
         return bool(added)
