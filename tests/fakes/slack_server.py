@@ -1,0 +1,334 @@
+"""A fake Slack on 127.0.0.1: the Web API methods the adapter calls, and a Socket Mode websocket.
+
+The real `AsyncWebClient` (base_url = `api_base`) and slack-bolt's Socket Mode client talk to it
+over the wire, in Slack's own JSON shapes. Every Web API call is recorded (`calls`, `calls_to`);
+`fail_next` makes the next N calls of a method answer 429 with `Retry-After`. The websocket sends
+`hello` on connect; `push_event` / `push_action` send envelopes and `wait_ack` waits for the
+client's ack of one. `signed_headers` builds Events API request headers the way Slack signs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+__all__ = ["ApiCall", "FakeSlack", "signed_headers"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    method: str
+    params: dict[str, Any]
+    token: str
+    status: int = 200
+
+
+def signed_headers(
+    secret: str, body: bytes | str, *, timestamp: int | None = None, retry_num: int | None = None
+) -> dict[str, str]:
+    """Headers of an Events API request signed like Slack does (v0 HMAC-SHA256)."""
+    raw = body.decode() if isinstance(body, bytes) else body
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{raw}".encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+    if retry_num is not None:
+        headers["X-Slack-Retry-Num"] = str(retry_num)
+        headers["X-Slack-Retry-Reason"] = "http_timeout"
+    return headers
+
+
+@dataclass
+class FakeSlack:
+    bot_token: str = "xoxb-fake-bot-token"
+    app_token: str = "xapp-fake-app-token"
+    team_id: str = "T0FAKE"
+    bot_user_id: str = "UBOT"
+    bot_id: str = "BBOT"
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[ApiCall] = field(default_factory=list)
+    acks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    connections: int = 0
+    _failures: dict[str, list[int]] = field(default_factory=dict)
+    _reactions: set[tuple[str, str, str]] = field(default_factory=set)
+    _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list)
+    _ack_events: dict[str, asyncio.Event] = field(default_factory=dict)
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/socket-mode", self._socket)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    # -- test controls -----------------------------------------------------------------------
+
+    def add_user(
+        self, user_id: str, name: str, *, admin: bool = False, owner: bool = False
+    ) -> None:
+        self.users[user_id] = {
+            "id": user_id,
+            "team_id": self.team_id,
+            "name": name,
+            "real_name": name.title(),
+            "is_admin": admin,
+            "is_owner": owner,
+            "is_primary_owner": False,
+            "is_bot": False,
+        }
+
+    def fail_next(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
+        """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
+        self._failures.setdefault(method, []).extend([retry_after] * times)
+
+    def calls_to(self, method: str, *, ok_only: bool = True) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == method and (c.status == 200 or not ok_only)]
+
+    def posted_texts(self) -> list[str]:
+        return [str(c.params.get("text", "")) for c in self.calls_to("chat.postMessage")]
+
+    def next_ts(self) -> str:
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+    # -- Socket Mode -------------------------------------------------------------------------
+
+    @property
+    def socket_connected(self) -> bool:
+        return any(not ws.closed for ws in self._sockets)
+
+    async def push(self, kind: str, payload: dict[str, Any], **extra: Any) -> str:
+        """Send one envelope over the open socket; returns its envelope_id."""
+        envelope_id = str(uuid.uuid4())
+        self._ack_events[envelope_id] = asyncio.Event()
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            **extra,
+        }
+        ws = next(ws for ws in reversed(self._sockets) if not ws.closed)
+        await ws.send_str(json.dumps(envelope))
+        return envelope_id
+
+    async def push_event(
+        self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0
+    ) -> str:
+        return await self.push(
+            "events_api",
+            self.event_callback(event, event_id=event_id),
+            retry_attempt=retry_attempt,
+            retry_reason="timeout" if retry_attempt else "",
+        )
+
+    async def push_action(self, payload: dict[str, Any]) -> str:
+        return await self.push("interactive", payload)
+
+    async def wait_ack(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        await asyncio.wait_for(self._ack_events[envelope_id].wait(), timeout)
+        return self.acks[envelope_id]
+
+    # -- payload builders (Slack's shapes) ---------------------------------------------------
+
+    def event_callback(self, event: dict[str, Any], *, event_id: str | None = None) -> dict:
+        return {
+            "token": "verification-token",
+            "team_id": self.team_id,
+            "api_app_id": "AFAKE",
+            "event": {"event_ts": event.get("ts", ""), **event},
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{uuid.uuid4().hex[:10].upper()}",
+            "event_time": int(time.time()),
+            "authorizations": [
+                {
+                    "team_id": self.team_id,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+        }
+
+    def block_action(
+        self,
+        *,
+        user_id: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        label: str,
+        thread_ts: str | None = None,
+    ) -> dict[str, Any]:
+        container: dict[str, Any] = {
+            "type": "message",
+            "message_ts": message_ts,
+            "channel_id": channel,
+            "is_ephemeral": False,
+        }
+        message: dict[str, Any] = {"type": "message", "ts": message_ts, "bot_id": self.bot_id}
+        if thread_ts:
+            container["thread_ts"] = thread_ts
+            message["thread_ts"] = thread_ts
+        return {
+            "type": "block_actions",
+            "user": {"id": user_id, "username": user_id.lower(), "team_id": self.team_id},
+            "api_app_id": "AFAKE",
+            "token": "verification-token",
+            "container": container,
+            "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex[:8]}",
+            "team": {"id": self.team_id, "domain": "fake"},
+            "channel": {"id": channel, "name": "directmessage" if channel[0] == "D" else "c"},
+            "message": message,
+            "response_url": f"http://127.0.0.1:{self.port}/response-url",
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": "q",
+                    "text": {"type": "plain_text", "text": label},
+                    "value": action_id,
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        self.connections += 1
+        await ws.send_str(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": 1,
+                    "debug_info": {"host": "fake", "approximate_connection_time": 3600},
+                    "connection_info": {"app_id": "AFAKE"},
+                }
+            )
+        )
+        async for frame in ws:
+            if frame.type != WSMsgType.TEXT:
+                continue
+            data = json.loads(frame.data)
+            envelope_id = data.get("envelope_id")
+            if envelope_id:
+                self.acks[envelope_id] = data
+                event = self._ack_events.setdefault(envelope_id, asyncio.Event())
+                event.set()
+        return ws
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        if request.body_exists:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(await request.post())
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else ""
+        token = token or str(params.pop("token", ""))
+        pending = self._failures.get(method)
+        if pending:
+            retry_after = pending.pop(0)
+            self.calls.append(ApiCall(method, params, token, status=429))
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(retry_after)},
+            )
+        self.calls.append(ApiCall(method, params, token))
+        expected = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != expected:
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if handler is None:
+            return web.json_response({"ok": False, "error": "unknown_method"})
+        return web.json_response(handler(params))
+
+    def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://fake.slack.com/",
+            "team": "Fake Team",
+            "user": "switchboard",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket-mode"}
+
+    def _m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if len(str(params.get("text", ""))) > 40_000:
+            return {"ok": False, "error": "msg_too_long"}
+        ts = self.next_ts()
+        message = {"type": "message", "text": params.get("text", ""), "ts": ts}
+        message.update(user=self.bot_user_id, bot_id=self.bot_id)
+        if params.get("thread_ts"):
+            message["thread_ts"] = params["thread_ts"]
+        return {"ok": True, "channel": params["channel"], "ts": ts, "message": message}
+
+    def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel") or not params.get("ts"):
+            return {"ok": False, "error": "message_not_found"}
+        return {
+            "ok": True,
+            "channel": params["channel"],
+            "ts": params["ts"],
+            "text": params.get("text", ""),
+        }
+
+    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel") or not params.get("user"):
+            return {"ok": False, "error": "user_not_in_channel"}
+        return {"ok": True, "message_ts": self.next_ts()}
+
+    def _m_reactions_add(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("timestamp")), str(params.get("name")))
+        if key in self._reactions:
+            return {"ok": False, "error": "already_reacted"}
+        self._reactions.add(key)
+        return {"ok": True}
+
+    def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(str(params.get("user")))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": user}
