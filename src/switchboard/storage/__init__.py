@@ -8,6 +8,7 @@ from switchboard.storage.accounts import (
     Accounts,
     InvalidAccountName,
 )
+from switchboard.storage.checkpoint import RedisCheckpointSaver
 from switchboard.storage.connection import EmbeddedValkey, connect, open_redis
 from switchboard.storage.dedupe import DEDUPE_TTL_S, Dedupe
 from switchboard.storage.keys import Keys
@@ -70,6 +71,7 @@ __all__ = [
     "PendingWarnings",
     "RateDecision",
     "RateLimiter",
+    "RedisCheckpointSaver",
     "ThreadLocks",
     "ThreadMap",
     "TokenGone",

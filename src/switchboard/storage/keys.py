@@ -17,7 +17,13 @@ slot and a Lua script may touch several of them at once.
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
 | `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
-| `sb:{<thread_id>}:cp:*`                      | mixed  | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:idx`                    | zset   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:chk`                    | hash   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:blob`                   | hash   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:wr`                     | hash   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:widx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:{<thread_id>}:cp:ridx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
+| `sb:cprun:<run_id>`                          | set    | thread TTL, from its run   | checkpoint.py    |
 | `sb:account:<name>`                          | hash   | none                       | accounts.py      |
 | `sb:accounts`                                | zset   | none (score = created at)  | accounts.py      |
 | `sb:apikey:<sha256 of key>`                  | string | none (deleted on revoke)   | accounts.py      |
@@ -86,6 +92,10 @@ class Keys:
 
     def checkpoint(self, thread_id: str, suffix: str) -> str:
         return self.thread(thread_id, f"cp:{suffix}")
+
+    def checkpoint_run(self, run_id: str) -> str:
+        """Thread ids holding checkpoints of one run (delete_for_runs has no thread id)."""
+        return f"{self.prefix}cprun:{run_id}"
 
     def account(self, name: str) -> str:
         return f"{self.prefix}account:{name}"
