@@ -1,0 +1,556 @@
+"""A fake Telegram Bot API on 127.0.0.1 that the real aiogram client talks to.
+
+It serves `/bot<token>/<method>` like api.telegram.org: form or JSON parameters in, `{"ok": ...}`
+out, 401 for an unknown token. It records every call (method + decoded params), keeps the chats'
+messages (assigning per-chat message ids shared by users and the bot), long-polls `getUpdates`
+from a queue the test fills, renders HTML the way Telegram does (unknown tags and stray `<` are
+"can't parse entities", over 4096 UTF-16 units is "message is too long"), and can fail the next N
+calls of a method with a 429 `retry_after` or any other error.
+
+Test helpers build realistic payloads: `dm()`/`group()` chats, `say()` for a user message (with
+mention and command entities computed like Telegram's), `press()` for a button press,
+`create_topic()` for forum topics (whose messages carry Telegram's implicit reply to the topic's
+creation message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import itertools
+import json
+import re
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["TOKEN", "Call", "FakeTelegram", "utf16_len"]
+
+TOKEN = "123456789:AAFakeTokenForSwitchboardTests_0123"
+_JSON_FIELDS = frozenset(
+    {
+        "reply_markup",
+        "reply_parameters",
+        "reaction",
+        "commands",
+        "allowed_updates",
+        "link_preview_options",
+        "entities",
+        "scope",
+    }
+)
+_INT_FIELDS = frozenset(
+    {"chat_id", "message_id", "message_thread_id", "user_id", "offset", "limit", "timeout"}
+)
+_BOOL_FIELDS = frozenset({"show_alert", "drop_pending_updates", "disable_notification"})
+_HTML_TAGS = frozenset(
+    {
+        "b",
+        "strong",
+        "i",
+        "em",
+        "u",
+        "ins",
+        "s",
+        "strike",
+        "del",
+        "span",
+        "tg-spoiler",
+        "a",
+        "tg-emoji",
+        "code",
+        "pre",
+        "blockquote",
+    }
+)
+_MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{3,32}\b")
+_COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?")
+_PARSE_ERROR = (
+    "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0"
+)
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    method: str
+    params: dict[str, Any]
+    status: int = 200
+
+
+@dataclass(slots=True)
+class _Fault:
+    status: int
+    description: str
+    retry_after: int | None = None
+
+
+@dataclass
+class FakeTelegram:
+    token: str = TOKEN
+    username: str = "switchboard_test_bot"
+    calls: list[Call] = field(default_factory=list)
+    messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    admins: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    reactions_allowed: bool = True
+
+    def __post_init__(self) -> None:
+        self.bot_id = int(self.token.split(":", 1)[0])
+        self.bot_user = {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": "Switchboard",
+            "username": self.username,
+        }
+        self._chats: dict[int, dict[str, Any]] = {}
+        self._next_id: dict[int, itertools.count[int]] = {}
+        self._bot_ids: dict[int, list[int]] = defaultdict(list)
+        self._updates: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1000)
+        self._arrived = asyncio.Event()
+        self._faults: dict[str, deque[_Fault]] = defaultdict(deque)
+        self._open_dms: set[int] = set()
+        self._queries: set[str] = set()
+        self._query_ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    # -- server ---------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("POST", "/bot{token}/{method}", self._handle)
+        app.router.add_route("GET", "/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self.base_url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        method = request.match_info["method"]
+        params = await _params(request)
+        handler = getattr(self, f"_m_{method.lower()}", None)
+        if handler is None:
+            return _error(404, "Not Found: method not found")
+        faults = self._faults.get(method.lower())
+        if faults:
+            fault = faults.popleft()
+            self.calls.append(Call(method, params, fault.status))
+            extra = {"retry_after": fault.retry_after} if fault.retry_after is not None else None
+            return _error(fault.status, fault.description, extra)
+        self.calls.append(Call(method, params))
+        try:
+            result = await handler(params)
+        except _ApiError as exc:
+            self.calls[-1] = Call(method, params, exc.status)
+            return _error(exc.status, exc.description)
+        return web.json_response({"ok": True, "result": result})
+
+    # -- test controls ----------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        times: int = 1,
+        status: int = 400,
+        description: str = "Bad Request: test failure",
+        retry_after: int | None = None,
+    ) -> None:
+        for _ in range(times):
+            self._faults[method.lower()].append(_Fault(status, description, retry_after))
+
+    def flood_next(self, method: str, *, retry_after: int = 1, times: int = 1) -> None:
+        """The next `times` calls get 429 Too Many Requests with `retry_after`."""
+        self.fail_next(
+            method,
+            times=times,
+            status=429,
+            description=f"Too Many Requests: retry after {retry_after}",
+            retry_after=retry_after,
+        )
+
+    def reject_entities_next(self, method: str = "sendMessage", *, times: int = 1) -> None:
+        self.fail_next(method, times=times, description=_PARSE_ERROR)
+
+    def calls_to(self, method: str, *, ok_only: bool = False) -> list[dict[str, Any]]:
+        return [
+            c.params
+            for c in self.calls
+            if c.method.lower() == method.lower() and (c.status == 200 or not ok_only)
+        ]
+
+    def bot_messages(self, chat_id: int) -> list[dict[str, Any]]:
+        """What the bot has sent into a chat, in order, as they read now (after edits)."""
+        return [self.messages[(chat_id, mid)] for mid in self._bot_ids[chat_id]]
+
+    def bot_texts(self, chat_id: int) -> list[str]:
+        return [m["text"] for m in self.bot_messages(chat_id)]
+
+    # -- payload builders ---------------------------------------------------------------------
+
+    @staticmethod
+    def user(user_id: int, first_name: str = "Ann", username: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
+        if username:
+            data["username"] = username
+        return data
+
+    def dm(self, user: dict[str, Any]) -> dict[str, Any]:
+        chat = {"id": user["id"], "type": "private", "first_name": user["first_name"]}
+        self._chats[user["id"]] = chat
+        return chat
+
+    def group(self, chat_id: int, title: str = "Team", *, forum: bool = False) -> dict[str, Any]:
+        chat: dict[str, Any] = {"id": chat_id, "type": "supergroup", "title": title}
+        if forum:
+            chat["is_forum"] = True
+        self._chats[chat_id] = chat
+        return chat
+
+    def create_topic(self, chat: dict[str, Any], name: str = "Topic") -> int:
+        """A forum topic; its id is the id of its (service) creation message."""
+        mid = self._new_message_id(chat["id"])
+        self.messages[(chat["id"], mid)] = {
+            "message_id": mid,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.user(1, "Admin"),
+            "message_thread_id": mid,
+            "is_topic_message": True,
+            "forum_topic_created": {"name": name, "icon_color": 7322096},
+        }
+        return mid
+
+    def say(
+        self,
+        chat: dict[str, Any],
+        user: dict[str, Any],
+        text: str | None = None,
+        *,
+        reply_to: dict[str, Any] | None = None,
+        topic: int | None = None,
+        caption: str | None = None,
+        sticker: bool = False,
+        push: bool = True,
+    ) -> dict[str, Any]:
+        """A user message in `chat` (stored, and pushed to getUpdates); returns the update."""
+        mid = self._new_message_id(chat["id"])
+        message: dict[str, Any] = {
+            "message_id": mid,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": user,
+        }
+        if text is not None:
+            message["text"] = text
+            if entities := _entities(text):
+                message["entities"] = entities
+        if caption is not None:
+            message["caption"] = caption
+            if entities := _entities(caption):
+                message["caption_entities"] = entities
+        if caption is not None or (sticker is False and text is None):
+            message["photo"] = [{"file_id": "p1", "file_unique_id": "u1", "width": 9, "height": 9}]
+        if sticker:
+            message["sticker"] = {
+                "file_id": "s1",
+                "file_unique_id": "su1",
+                "type": "regular",
+                "width": 512,
+                "height": 512,
+                "is_animated": False,
+                "is_video": False,
+            }
+        if topic is not None:
+            message["message_thread_id"] = topic
+            message["is_topic_message"] = True
+            reply_to = reply_to or self.messages[(chat["id"], topic)]
+        if reply_to is not None:
+            message["reply_to_message"] = _shallow(reply_to)
+        self.messages[(chat["id"], mid)] = message
+        if chat["type"] == "private":
+            self._open_dms.add(user["id"])
+        update = {"update_id": next(self._update_ids), "message": message}
+        if push:
+            self.push(update)
+        return update
+
+    def press(
+        self, user: dict[str, Any], message: dict[str, Any], data: str, *, push: bool = True
+    ) -> dict[str, Any]:
+        """A press on one of the bot's inline buttons; returns the update."""
+        query_id = f"cq{next(self._query_ids)}"
+        self._queries.add(query_id)
+        update = {
+            "update_id": next(self._update_ids),
+            "callback_query": {
+                "id": query_id,
+                "from": user,
+                "chat_instance": "ci-1",
+                "message": _shallow(message),
+                "data": data,
+            },
+        }
+        if push:
+            self.push(update)
+        return update
+
+    def push(self, update: dict[str, Any]) -> None:
+        """Queue an update for getUpdates (a webhook test posts it itself instead)."""
+        self._updates.append(update)
+        self._arrived.set()
+        self._arrived = asyncio.Event()
+
+    def next_update_id(self) -> int:
+        return next(self._update_ids)
+
+    def _new_message_id(self, chat_id: int) -> int:
+        counter = self._next_id.setdefault(chat_id, itertools.count(100))
+        return next(counter)
+
+    # -- Bot API methods ------------------------------------------------------------------------
+
+    async def _m_getme(self, params: dict[str, Any]) -> Any:
+        return {**self.bot_user, "can_join_groups": True, "can_read_all_group_messages": False}
+
+    async def _m_setmycommands(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_deletewebhook(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_setwebhook(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_sendchataction(self, params: dict[str, Any]) -> Any:
+        self._chat(params["chat_id"])
+        return True
+
+    async def _m_answercallbackquery(self, params: dict[str, Any]) -> Any:
+        if params.get("callback_query_id") not in self._queries:
+            raise _ApiError(400, "Bad Request: query is too old and response timeout expired")
+        self._queries.discard(params["callback_query_id"])
+        return True
+
+    async def _m_setmessagereaction(self, params: dict[str, Any]) -> Any:
+        if (params["chat_id"], params["message_id"]) not in self.messages:
+            raise _ApiError(400, "Bad Request: message to react not found")
+        if not self.reactions_allowed:
+            raise _ApiError(400, "Bad Request: REACTION_INVALID")
+        return True
+
+    async def _m_getchatmember(self, params: dict[str, Any]) -> Any:
+        user = self.user(params["user_id"])
+        if params["user_id"] in self.admins[params["chat_id"]]:
+            return {
+                "status": "administrator",
+                "user": user,
+                "can_be_edited": False,
+                "is_anonymous": False,
+                **dict.fromkeys(_ADMIN_RIGHTS, True),
+            }
+        return {"status": "member", "user": user}
+
+    async def _m_getupdates(self, params: dict[str, Any]) -> Any:
+        offset = params.get("offset", 0)
+        if offset:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        deadline = time.monotonic() + params.get("timeout", 0)
+        while True:
+            ready = [u for u in self._updates if u["update_id"] >= offset][:100]
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0:
+                return ready
+            arrived = self._arrived
+            try:
+                await asyncio.wait_for(arrived.wait(), remaining)
+            except TimeoutError:
+                return []
+
+    async def _m_sendmessage(self, params: dict[str, Any]) -> Any:
+        chat = self._chat(params["chat_id"])
+        visible = _visible(params.get("text", ""), params.get("parse_mode"))
+        mid = self._new_message_id(chat["id"])
+        message: dict[str, Any] = {
+            "message_id": mid,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.bot_user,
+            "text": visible,
+        }
+        if thread := params.get("message_thread_id"):
+            if (chat["id"], thread) not in self.messages:
+                raise _ApiError(400, "Bad Request: message thread not found")
+            message["message_thread_id"] = thread
+            message["is_topic_message"] = True
+        if reply := params.get("reply_parameters"):
+            original = self.messages.get((chat["id"], reply["message_id"]))
+            if original is not None:
+                message["reply_to_message"] = _shallow(original)
+            elif not reply.get("allow_sending_without_reply"):
+                raise _ApiError(400, "Bad Request: message to be replied not found")
+        if markup := params.get("reply_markup"):
+            message["reply_markup"] = markup
+        self.messages[(chat["id"], mid)] = message
+        self._bot_ids[chat["id"]].append(mid)
+        return message
+
+    async def _m_editmessagetext(self, params: dict[str, Any]) -> Any:
+        key = (params["chat_id"], params["message_id"])
+        message = self.messages.get(key)
+        if message is None or message.get("from", {}).get("id") != self.bot_id:
+            raise _ApiError(400, "Bad Request: message to edit not found")
+        visible = _visible(params.get("text", ""), params.get("parse_mode"))
+        markup = params.get("reply_markup")
+        if markup is not None and not markup.get("inline_keyboard"):
+            markup = None
+        if visible == message["text"] and markup == message.get("reply_markup"):
+            raise _ApiError(400, "Bad Request: message is not modified")
+        updated = {k: v for k, v in message.items() if k != "reply_markup"}
+        updated["text"] = visible
+        updated["edit_date"] = int(time.time())
+        if markup is not None:
+            updated["reply_markup"] = markup
+        self.messages[key] = updated
+        return updated
+
+    def _chat(self, chat_id: Any) -> dict[str, Any]:
+        chat = self._chats.get(chat_id) if isinstance(chat_id, int) else None
+        if chat is None:
+            raise _ApiError(400, "Bad Request: chat not found")
+        if chat["type"] == "private" and chat_id not in self._open_dms:
+            raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
+        return chat
+
+
+_ADMIN_RIGHTS = (
+    "can_manage_chat",
+    "can_delete_messages",
+    "can_manage_video_chats",
+    "can_restrict_members",
+    "can_promote_members",
+    "can_change_info",
+    "can_invite_users",
+    "can_post_stories",
+    "can_edit_stories",
+    "can_delete_stories",
+    "can_send_welcome_messages",
+)
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.description = description
+
+
+def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        body["parameters"] = parameters
+    return web.json_response(body, status=status)
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        return dict(await request.json())
+    raw = await request.post() if request.can_read_body else request.query
+    params: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            continue
+        if key in _JSON_FIELDS:
+            params[key] = json.loads(value)
+        elif key in _INT_FIELDS and re.fullmatch(r"-?\d+", value):
+            params[key] = int(value)
+        elif key in _BOOL_FIELDS:
+            params[key] = value == "true"
+        else:
+            params[key] = value
+    return params
+
+
+def _shallow(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as quoted inside another (Telegram does not nest replies further)."""
+    return {k: v for k, v in message.items() if k != "reply_to_message"}
+
+
+def _entities(text: str) -> list[dict[str, Any]]:
+    """Mention and leading bot_command entities, with UTF-16 offsets, as Telegram computes them."""
+    found = []
+    if match := _COMMAND.match(text):
+        found.append({"type": "bot_command", "offset": 0, "length": utf16_len(match.group())})
+    for match in _MENTION.finditer(text):
+        offset = utf16_len(text[: match.start()])
+        found.append({"type": "mention", "offset": offset, "length": utf16_len(match.group())})
+    return found
+
+
+def _visible(text: str, parse_mode: str | None) -> str:
+    if parse_mode is None:
+        shown = text
+    elif parse_mode.upper() == "HTML":
+        parser = _TelegramHtml()
+        parser.feed(text)
+        parser.close()
+        if parser.open_tags:
+            raise _ApiError(400, _PARSE_ERROR)
+        shown = "".join(parser.parts)
+    else:
+        raise _ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode}")
+    if not shown.strip():
+        raise _ApiError(400, "Bad Request: message text is empty")
+    if utf16_len(shown) > 4096:
+        raise _ApiError(400, "Bad Request: message is too long")
+    return shown
+
+
+class _TelegramHtml(HTMLParser):
+    """Telegram's HTML subset: the text the user sees, or "can't parse entities"."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.parts: list[str] = []
+        self.open_tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _HTML_TAGS:
+            raise _ApiError(
+                400, f'Bad Request: can\'t parse entities: Unsupported start tag "{tag}"'
+            )
+        self.open_tags.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open_tags or self.open_tags[-1] != tag:
+            raise _ApiError(400, f'Bad Request: can\'t parse entities: Unmatched end tag "{tag}"')
+        self.open_tags.pop()
+
+    def handle_data(self, data: str) -> None:
+        if "<" in data:
+            raise _ApiError(400, _PARSE_ERROR)
+        self.parts.append(data)
+
+    def handle_entityref(self, name: str) -> None:
+        self.parts.append(html.unescape(f"&{name};"))
+
+    def handle_charref(self, name: str) -> None:
+        self.parts.append(html.unescape(f"&#{name};"))
