@@ -1,0 +1,616 @@
+"""A fake Discord: the REST routes discord.py calls plus a v10 JSON gateway, on 127.0.0.1.
+
+The real discord.py client talks to it unchanged (pointed here through `DISCORD_API_BASE` /
+`DISCORD_GATEWAY_URL`). REST calls are recorded with their JSON bodies; the gateway speaks HELLO,
+IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, RESUME → (replayed events) RESUMED, and compresses
+frames the way the client asked (`zstd-stream`, `zlib-stream`, or none). Tests drive it:
+`user_message(...)` / `press(...)` dispatch MESSAGE_CREATE / INTERACTION_CREATE, `reconnect()`
+sends op 7 and can send already-delivered events again after the RESUME (a duplicate delivery).
+
+The world: one guild with a text channel, the bot, users alice, bob (both plain members) and
+carol (Manage Server through a role), and another bot (the guild's owner). Threads created from a message take its id, as on
+Discord; they appear in later GUILD_CREATEs and are announced with THREAD_CREATE.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from tests.support import wait_until
+
+__all__ = ["Call", "FakeDiscord", "Followup"]
+
+TOKEN = "fake-discord-token"
+_TS = "2024-01-01T00:00:00.000000+00:00"
+_MANAGE_GUILD = 1 << 5
+_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    method: str
+    path: str  # without the /api/v10 prefix
+    json: Any
+    query: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Followup:
+    interaction_id: str
+    user_id: str
+    content: str
+    ephemeral: bool
+
+
+def _user(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": str(uid),
+        "username": name,
+        "discriminator": "0",
+        "global_name": name.capitalize(),
+        "avatar": None,
+        "bot": bot,
+    }
+
+
+def _json(data: Any, *, status: int = 200) -> web.Response:
+    """A JSON response typed exactly `application/json`, as Discord sends it (discord.py only
+    decodes bodies whose content type is exactly that)."""
+    body = json.dumps(data).encode()
+    return web.Response(body=body, status=status, headers={"Content-Type": "application/json"})
+
+
+def _error(status: int, code: int, message: str) -> web.Response:
+    return _json({"message": message, "code": code}, status=status)
+
+
+@dataclass
+class _Conn:
+    ws: web.WebSocketResponse
+    compression: str | None
+    _zlib: Any = None
+    _zstd: Any = None
+
+    def __post_init__(self) -> None:
+        if self.compression == "zlib-stream":
+            self._zlib = zlib.compressobj()
+        elif self.compression == "zstd-stream":
+            import zstandard
+
+            self._zstd = zstandard.ZstdCompressor().compressobj()
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        if self._zlib is not None:
+            await self.ws.send_bytes(
+                self._zlib.compress(data) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
+            )
+        elif self._zstd is not None:
+            import zstandard
+
+            frame = self._zstd.compress(data) + self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+            await self.ws.send_bytes(frame)
+        else:
+            await self.ws.send_str(data.decode())
+
+
+@dataclass
+class FakeDiscord:
+    token: str = TOKEN
+    calls: list[Call] = field(default_factory=list)
+    followups: list[Followup] = field(default_factory=list)
+    thread_failure: tuple[int, int, str] | None = (
+        None  # (status, code, message) for thread creation
+    )
+    dm_closed: set[str] = field(default_factory=set)  # users whose DMs refuse the bot
+    identifies: int = 0
+    resumes: int = 0
+    heartbeats: int = 0
+
+    def __post_init__(self) -> None:
+        self._ids = itertools.count(1_200_000_000_000_000_000)
+        self.bot = _user(self._id(), "switchboard", bot=True)
+        self.application_id = self.bot["id"]
+        self.alice = _user(self._id(), "alice")
+        self.bob = _user(self._id(), "bob")
+        self.carol = _user(self._id(), "carol")
+        self.other_bot = _user(self._id(), "otherbot", bot=True)
+        self.users = {
+            u["id"]: u for u in (self.bot, self.alice, self.bob, self.carol, self.other_bot)
+        }
+        self.admins = {self.carol["id"]}
+        self.guild_id = str(self._id())
+        self.admin_role = str(self._id())
+        self.channel_id = str(self._id())
+        self.channels: dict[str, dict[str, Any]] = {
+            self.channel_id: {
+                "id": self.channel_id,
+                "type": 0,
+                "guild_id": self.guild_id,
+                "name": "general",
+                "position": 0,
+                "permission_overwrites": [],
+                "nsfw": False,
+                "parent_id": None,
+                "topic": None,
+                "last_message_id": None,
+                "rate_limit_per_user": 0,
+            }
+        }
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.threads: dict[str, dict[str, Any]] = {}
+        self._dms: dict[str, str] = {}  # user id -> DM channel id
+        self._interactions: dict[str, dict[str, Any]] = {}  # token -> interaction payload
+        self._session: str | None = None
+        self._seq = 0
+        self._log: list[tuple[int, str, dict[str, Any]]] = []
+        self._conn: _Conn | None = None
+        self._replay: list[dict[str, Any]] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    def _id(self) -> int:
+        return next(self._ids)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    # -- queries for tests --------------------------------------------------------------------
+
+    def calls_to(self, method: str, pattern: str) -> list[Call]:
+        """Recorded calls whose path fully matches the regex `pattern`."""
+        rx = re.compile(pattern)
+        return [c for c in self.calls if c.method == method and rx.fullmatch(c.path)]
+
+    def bot_messages(self, channel_id: str) -> list[dict[str, Any]]:
+        """What the bot posted in a channel (not ephemeral follow-ups), oldest first."""
+        return [
+            m
+            for m in self.messages.values()
+            if m["channel_id"] == channel_id and m["author"]["id"] == self.bot["id"]
+        ]
+
+    def dm_channel(self, user: dict[str, Any]) -> str:
+        uid = user["id"]
+        if uid not in self._dms:
+            cid = str(self._id())
+            self._dms[uid] = cid
+            self.channels[cid] = {
+                "id": cid,
+                "type": 1,
+                "recipients": [user],
+                "last_message_id": None,
+            }
+        return self._dms[uid]
+
+    # -- gateway driving ----------------------------------------------------------------------
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> int:
+        """Send a DISPATCH on the live connection (or keep it for the next RESUME)."""
+        self._seq += 1
+        self._log.append((self._seq, event, data))
+        if self._conn is not None:
+            with contextlib.suppress(ConnectionError, RuntimeError):  # closing: RESUME replays it
+                await self._conn.send({"op": 0, "t": event, "s": self._seq, "d": data})
+        return self._seq
+
+    async def user_message(
+        self,
+        content: str,
+        *,
+        author: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+        dm: bool = False,
+        reply_to: str | None = None,
+    ) -> dict[str, Any]:
+        """A person (alice by default) posts; returns the MESSAGE_CREATE payload."""
+        author = author or self.alice
+        channel_id = self.dm_channel(author) if dm else (channel_id or self.channel_id)
+        data = self._message(channel_id, author, content, reference=reply_to)
+        data["mentions"] = [
+            self.users[uid] for uid in _MENTION.findall(content) if uid in self.users
+        ]
+        if not dm:
+            data["member"] = self._member(author["id"], with_user=False)
+        await self.dispatch("MESSAGE_CREATE", data)
+        return data
+
+    async def press(
+        self, message: dict[str, Any], custom_id: str, *, user: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Someone (alice by default) presses a button on `message`; INTERACTION_CREATE."""
+        user = user or self.alice
+        iid = str(self._id())
+        channel = self.channels[message["channel_id"]]
+        data: dict[str, Any] = {
+            "id": iid,
+            "application_id": self.application_id,
+            "type": 3,
+            "token": f"itoken-{iid}",
+            "version": 1,
+            "channel_id": channel["id"],
+            "channel": channel,
+            "data": {"custom_id": custom_id, "component_type": 2},
+            "message": message,
+            "locale": "en-US",
+            "app_permissions": "0",
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+        }
+        if channel.get("guild_id"):
+            data["guild_id"] = self.guild_id
+            data["guild_locale"] = "en-US"
+            data["member"] = self._member(user["id"], with_user=True) | {"permissions": "0"}
+        else:
+            data["user"] = user
+        self._interactions[data["token"]] = data
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
+    async def reconnect(self, *, replay: Sequence[dict[str, Any]] = ()) -> None:
+        """Ask the client to reconnect (op 7) and wait for its RESUME. Events in `replay` (payloads
+        it already received) are sent again before RESUMED, as a gateway that lost the client's
+        sequence ack would: a duplicate delivery."""
+        assert self._conn is not None
+        before = self.resumes
+        self._replay = list(replay)
+        await self._conn.send({"op": 7, "d": None})
+        await wait_until(lambda: self.resumes > before and self._conn is not None)
+
+    # -- gateway ------------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=0)
+        await ws.prepare(request)
+        conn = _Conn(ws, request.query.get("compress"))
+        await conn.send({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+        async for frame in ws:
+            if frame.type is not WSMsgType.TEXT:
+                continue
+            payload = json.loads(frame.data)
+            op, data = payload.get("op"), payload.get("d")
+            if op == 1:
+                self.heartbeats += 1
+                await conn.send({"op": 11, "d": None, "s": None, "t": None})
+            elif op == 2:
+                await self._identify(conn, data)
+            elif op == 6:
+                await self._resume(conn, data)
+        if self._conn is conn:
+            self._conn = None
+        return ws
+
+    async def _identify(self, conn: _Conn, data: dict[str, Any]) -> None:
+        if data.get("token") != self.token:
+            await conn.ws.close(code=4004, message=b"Authentication failed.")
+            return
+        self.identifies += 1
+        self._session = f"session-{self._id()}"
+        self._seq = 0
+        self._log.clear()
+        self._conn = conn
+        await self.dispatch(
+            "READY",
+            {
+                "v": 10,
+                "user": self.bot,
+                "guilds": [{"id": self.guild_id, "unavailable": True}],
+                "session_id": self._session,
+                "resume_gateway_url": self.gateway_url,
+                "application": {"id": self.application_id, "flags": 0},
+                "private_channels": [],
+                "relationships": [],
+            },
+        )
+        await self.dispatch("GUILD_CREATE", self._guild())
+
+    async def _resume(self, conn: _Conn, data: dict[str, Any]) -> None:
+        if data.get("token") != self.token or data.get("session_id") != self._session:
+            await conn.send({"op": 9, "d": False, "s": None, "t": None})
+            return
+        seen = int(data.get("seq") or 0)
+        again, self._replay = self._replay, []
+        replay = [e for e in self._log if e[0] <= seen and any(e[2] is p for p in again)]
+        replay += [e for e in self._log if e[0] > seen]
+        for seq, event, payload in replay:
+            await conn.send({"op": 0, "t": event, "s": seq, "d": payload})
+        self._conn = conn
+        self.resumes += 1
+        await self.dispatch("RESUMED", {})
+
+    # -- REST ---------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["path"]
+        body: Any = None
+        if request.can_read_body:
+            raw = await request.read()
+            body = json.loads(raw) if raw and request.content_type == "application/json" else raw
+        self.calls.append(Call(request.method, path, body, dict(request.query)))
+        authorised = request.headers.get("Authorization") == f"Bot {self.token}"
+        if not authorised and not path.startswith(("/interactions/", "/webhooks/")):
+            return _error(401, 0, "401: Unauthorized")
+        for method, pattern, handler in self._routes():
+            match = re.fullmatch(pattern, path)
+            if method == request.method and match:
+                return await handler(body, **match.groupdict())
+        return _error(404, 0, "404: Not Found")
+
+    def _routes(self) -> list[tuple[str, str, Any]]:
+        return [
+            ("GET", r"/users/@me", self._me),
+            ("GET", r"/oauth2/applications/@me", self._application),
+            ("GET", r"/gateway/bot", self._gateway_bot),
+            ("POST", r"/channels/(?P<cid>\d+)/messages", self._create_message),
+            ("PATCH", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._edit_message),
+            ("POST", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/threads", self._thread),
+            ("PUT", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/reactions/[^/]+/@me", self._ok),
+            ("POST", r"/channels/(?P<cid>\d+)/typing", self._ok),
+            ("GET", r"/channels/(?P<cid>\d+)", self._channel),
+            ("POST", r"/users/@me/channels", self._open_dm),
+            ("GET", r"/guilds/(?P<gid>\d+)/members/(?P<uid>\d+)", self._get_member),
+            ("POST", r"/interactions/(?P<iid>\d+)/(?P<token>[^/]+)/callback", self._callback),
+            ("POST", r"/webhooks/(?P<app>\d+)/(?P<token>[^/]+)", self._followup),
+        ]
+
+    async def _ok(self, body: Any, **_: str) -> web.Response:
+        return web.Response(status=204)
+
+    async def _me(self, body: Any) -> web.Response:
+        return _json(self.bot)
+
+    async def _application(self, body: Any) -> web.Response:
+        return _json(
+            {
+                "id": self.application_id,
+                "name": "Switchboard",
+                "icon": None,
+                "description": "",
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": self.carol,
+                "verify_key": "0" * 64,
+                "flags": 0,
+                "summary": "",
+            }
+        )
+
+    async def _gateway_bot(self, body: Any) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _create_message(self, body: Any, cid: str) -> web.Response:
+        channel = self.channels.get(cid)
+        if channel is None:
+            return _error(404, 10003, "Unknown Channel")
+        if channel["type"] == 1 and channel["recipients"][0]["id"] in self.dm_closed:
+            return _error(403, 50007, "Cannot send messages to this user")
+        reference = (body.get("message_reference") or {}).get("message_id")
+        data = self._message(cid, self.bot, body.get("content") or "", reference=reference)
+        data["components"] = body.get("components") or []
+        return _json(data)
+
+    async def _edit_message(self, body: Any, cid: str, mid: str) -> web.Response:
+        message = self.messages.get(mid)
+        if message is None or message["channel_id"] != cid:
+            return _error(404, 10008, "Unknown Message")
+        if "content" in body:
+            message["content"] = body["content"]
+        if "components" in body:
+            message["components"] = body["components"]
+        message["edited_timestamp"] = _TS
+        return _json(message)
+
+    async def _thread(self, body: Any, cid: str, mid: str) -> web.Response:
+        if self.thread_failure is not None:
+            return _error(*self.thread_failure)
+        message = self.messages.get(mid)
+        if message is None or message["channel_id"] != cid:
+            return _error(404, 10008, "Unknown Message")
+        if mid in self.threads:
+            return _error(400, 160004, "A thread has already been created for this message")
+        thread = {
+            "id": mid,
+            "type": 11,
+            "guild_id": self.guild_id,
+            "parent_id": cid,
+            "owner_id": self.bot["id"],
+            "name": body["name"],
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "message_count": 0,
+            "member_count": 1,
+            "total_message_sent": 0,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": body.get("auto_archive_duration", 1440),
+                "archive_timestamp": _TS,
+                "locked": False,
+                "create_timestamp": _TS,
+            },
+        }
+        self.threads[mid] = self.channels[mid] = thread
+        await self.dispatch("THREAD_CREATE", thread | {"newly_created": True})
+        return _json(thread, status=201)
+
+    async def _channel(self, body: Any, cid: str) -> web.Response:
+        channel = self.channels.get(cid)
+        return _json(channel) if channel else _error(404, 10003, "Unknown Channel")
+
+    async def _open_dm(self, body: Any) -> web.Response:
+        user = self.users.get(str(body.get("recipient_id")))
+        if user is None:
+            return _error(400, 50035, "Invalid Form Body")
+        return _json(self.channels[self.dm_channel(user)])
+
+    async def _get_member(self, body: Any, gid: str, uid: str) -> web.Response:
+        if gid != self.guild_id or uid not in self.users:
+            return _error(404, 10007, "Unknown Member")
+        return _json(self._member(uid, with_user=True))
+
+    async def _callback(self, body: Any, iid: str, token: str) -> web.Response:
+        interaction = self._interactions.get(token)
+        if interaction is None or interaction["id"] != iid:
+            return _error(404, 10062, "Unknown interaction")
+        return _json(
+            {
+                "interaction": {
+                    "id": iid,
+                    "type": 3,
+                    "response_message_loading": False,
+                    "response_message_ephemeral": False,
+                }
+            }
+        )
+
+    async def _followup(self, body: Any, app: str, token: str) -> web.Response:
+        interaction = self._interactions.get(token)
+        if interaction is None or app != self.application_id:
+            return _error(404, 10015, "Unknown Webhook")
+        user = (interaction.get("member") or {}).get("user") or interaction.get("user") or {}
+        ephemeral = bool(int(body.get("flags") or 0) & 64)
+        content = body.get("content") or ""
+        self.followups.append(Followup(interaction["id"], user["id"], content, ephemeral))
+        data = self._message(interaction["channel_id"], self.bot, content, store=not ephemeral)
+        data["webhook_id"] = app
+        data["flags"] = 64 if ephemeral else 0
+        return _json(data)
+
+    # -- payload builders ---------------------------------------------------------------------
+
+    def _message(
+        self,
+        channel_id: str,
+        author: dict[str, Any],
+        content: str,
+        *,
+        reference: str | None = None,
+        store: bool = True,
+    ) -> dict[str, Any]:
+        mid = str(self._id())
+        data: dict[str, Any] = {
+            "id": mid,
+            "channel_id": channel_id,
+            "author": author,
+            "content": content,
+            "timestamp": _TS,
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "components": [],
+            "pinned": False,
+            "type": 19 if reference else 0,
+            "flags": 0,
+        }
+        if reference:
+            data["message_reference"] = {"message_id": reference, "channel_id": channel_id}
+            if reference in self.messages:
+                data["referenced_message"] = self.messages[reference]
+        if self.channels[channel_id].get("guild_id"):
+            data["guild_id"] = self.guild_id
+        if store:
+            self.messages[mid] = data
+        return data
+
+    def _member(self, uid: str, *, with_user: bool) -> dict[str, Any]:
+        member: dict[str, Any] = {
+            "roles": [self.admin_role] if uid in self.admins else [],
+            "joined_at": _TS,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "nick": None,
+            "avatar": None,
+            "pending": False,
+        }
+        if with_user:
+            member["user"] = self.users[uid]
+        return member
+
+    def _guild(self) -> dict[str, Any]:
+        def role(rid: str, name: str, perms: int, position: int) -> dict[str, Any]:
+            return {
+                "id": rid,
+                "name": name,
+                "permissions": str(perms),
+                "position": position,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+
+        return {
+            "id": self.guild_id,
+            "name": "Test Guild",
+            "icon": None,
+            "owner_id": self.other_bot["id"],
+            "roles": [
+                role(self.guild_id, "@everyone", 0, 0),
+                role(self.admin_role, "admins", _MANAGE_GUILD, 1),
+            ],
+            "channels": [c for c in self.channels.values() if c["type"] == 0],
+            "threads": list(self.threads.values()),
+            "members": [self._member(self.bot["id"], with_user=True)],
+            "member_count": len(self.users),
+            "large": False,
+            "unavailable": False,
+            "joined_at": _TS,
+            "features": [],
+            "emojis": [],
+            "stickers": [],
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "afk_timeout": 300,
+            "system_channel_flags": 0,
+        }
