@@ -136,7 +136,7 @@ async def test_crashed_worker_leaves_nothing_stuck(make_manager, redis, keys: Ke
     await wait_until(lambda: _not_locked(redis, keys, thread_id))
     await manager.deliver(dm("echo after"))
     await manager.idle()
-    assert adapter.texts() == ["I can only read text for now."]
+    assert len(adapter.sent) == 1
     assert "queued before crash" in adapter.texts()[0] and "after" in adapter.texts()[0]
     assert await PendingQueue(redis, keys=keys).length(thread_id) == 0
     assert not await ThreadLocks(redis, keys=keys).is_locked(thread_id)
