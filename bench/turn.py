@@ -33,6 +33,7 @@ from switchboard.agent.demo import DemoChatModel
 from switchboard.agent.tools import builtin_tools
 from switchboard.channels.message import InboundMessage, Platform
 from switchboard.service.app import build_core
+from switchboard.service.logging import configure_logging
 from switchboard.service.settings import Settings
 from switchboard.storage import connect
 
@@ -96,6 +97,7 @@ def _row(name: str, walls: list[float], cpus: list[float]) -> tuple[float, float
 
 async def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    configure_logging(level="WARNING")
     server = None
     url = os.environ.get("REDIS_URL")
     if not url:
