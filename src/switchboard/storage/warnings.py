@@ -8,8 +8,9 @@ A global index (`sb:warn:index`, zset of list keys scored by last touch) caps ho
 at once; past the cap the least recently touched lists are evicted, never the one just written. The
 index is updated by its own script and victims are deleted by key, so no script spans two cluster
 slots. Scores are server-clock microseconds (`TIME`), so workers with skewed clocks agree on "least
-recently". The index is touched before the list is written: a list is never written while it still
-has its old (possibly oldest) score, where a concurrent add elsewhere could evict it.
+recently". The index is touched before the list is written (so it is not written while it still has
+an old, possibly oldest, score that a concurrent add elsewhere could evict) and again after (so a
+list evicted in between is back in the index: every list stays under the cap).
 """
 
 from __future__ import annotations
@@ -101,18 +102,21 @@ class PendingWarnings:
         """Queue a warning for the run's next model call; False if the same text is already queued."""
         key = self._keys.warnings(thread_id, run_id)
         try:
-            victims = await self._touch(
-                keys=[self._keys.warnings_index()], args=[key, self._max_keys]
-            )
-            if victims:
-                await self._r.delete(*victims)
+            await self._touch_index(key)
             added = await self._add(
                 keys=[key, self._keys.warning_runs(thread_id)],
                 args=[text, self._per_run, self._ttl, run_id],
             )
+            await self._touch_index(key)
         except RedisError as exc:
             raise StorageError(f"warning add failed: {exc.__class__.__name__}") from None
         return bool(added)
+
+    async def _touch_index(self, key: str) -> None:
+        """Mark `key` as just used and delete the lists evicted to stay under the cap."""
+        victims = await self._touch(keys=[self._keys.warnings_index()], args=[key, self._max_keys])
+        if victims:
+            await self._r.delete(*victims)
 
     async def drain(self, thread_id: str, run_id: str) -> list[str]:
         """Return and delete the run's warnings in one step, so each is delivered once."""

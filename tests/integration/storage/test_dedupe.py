@@ -7,6 +7,7 @@ import asyncio
 import redis.asyncio as aioredis
 
 from switchboard.storage import DEDUPE_TTL_S, Dedupe, Keys
+from tests.integration.storage.racing import warm_pool
 
 __all__: list[str] = []
 
@@ -15,6 +16,7 @@ async def test_twenty_concurrent_claims_of_one_id_have_exactly_one_winner(
     redis: aioredis.Redis, keys: Keys
 ) -> None:
     dedupe = Dedupe(redis, keys=keys)
+    await warm_pool(redis, 20)
     results = await asyncio.gather(*(dedupe.claim("tg", "update-1") for _ in range(20)))
     assert results.count(True) == 1
     assert await dedupe.claim("tg", "update-1") is False
@@ -58,6 +60,7 @@ async def test_concurrent_claim_all_of_shared_ids_have_exactly_one_winner(
     # Half the deliveries list the ids in the other order: a winner must still exist, and be one.
     dedupe = Dedupe(redis, keys=keys)
     ids = ["update-5", "chat:3:msg:8", "event-x"]
+    await warm_pool(redis, 20)
     results = await asyncio.gather(
         *(dedupe.claim_all("tg", ids if i % 2 else ids[::-1]) for i in range(20))
     )

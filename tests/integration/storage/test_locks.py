@@ -9,6 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from switchboard.storage import Keys, Lock, ThreadLocks, connect
+from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 
 __all__: list[str] = []
@@ -28,6 +29,8 @@ async def test_two_clients_never_hold_a_thread_lock_at_once(
     redis: aioredis.Redis, second_client: aioredis.Redis, keys: Keys
 ) -> None:
     workers = [ThreadLocks(redis, keys=keys), ThreadLocks(second_client, keys=keys)]
+    await warm_pool(redis, 10)
+    await warm_pool(second_client, 10)
     holders = 0
     most_holders = 0
     acquired = 0
@@ -145,6 +148,7 @@ async def test_take_stop_is_consumed_exactly_once(redis: aioredis.Redis, keys: K
     locks = ThreadLocks(redis, keys=keys)
     assert await locks.acquire("t1") is not None
     assert await locks.request_stop("t1") is True
+    await warm_pool(redis, 20)
     seen = await asyncio.gather(*(locks.take_stop("t1") for _ in range(20)))
     assert seen.count(True) == 1
     assert await locks.take_stop("t1") is False

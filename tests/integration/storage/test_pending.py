@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
 from switchboard.storage import PENDING_CAP, Keys, PendingMessage, PendingQueue
+from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 
 __all__: list[str] = []
@@ -53,6 +54,7 @@ async def test_fifty_concurrent_pushes_keep_exactly_the_ten_that_arrived_last(
                         executed.append(int(re.findall(r"msg-(\d{3})", command)[0]))
 
             recorder = asyncio.create_task(record())
+            await warm_pool(redis, 50)
             try:
                 lengths = await asyncio.gather(*(queue.push("t1", _msg(n)) for n in range(50)))
                 await wait_until(lambda: len(executed) == 50, timeout=5.0)
@@ -89,6 +91,7 @@ async def test_concurrent_drains_never_return_the_same_item_twice(
 ) -> None:
     queue = PendingQueue(redis, keys=keys, cap=1000)
     drained: list[str] = []
+    await warm_pool(redis, 68)
 
     async def drainer() -> None:
         for _ in range(10):
