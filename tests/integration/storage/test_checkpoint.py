@@ -405,3 +405,22 @@ def test_next_version_increases_as_strings(saver: RedisCheckpointSaver) -> None:
     assert first < second
     assert int(second.split(".")[0]) == 2
     assert saver.get_next_version(7, None).startswith(f"{8:032}.")  # type: ignore[arg-type]
+
+
+async def test_puts_and_reads_survive_a_flushed_script_cache(
+    saver: RedisCheckpointSaver, redis: aioredis.Redis
+) -> None:
+    """A restarted server forgets scripts; both the pipelined put (run locator + script) and the
+    plain script calls load them again instead of failing."""
+    await _put(saver, "t", 1, {"a": 1}, run_id="r")
+    await redis.script_flush()
+
+    stored = await _put(saver, "t", 2, {"a": 2}, run_id="r")
+    await redis.script_flush()
+    await saver.aput_writes(stored, [("a", 3)], "task")
+    await redis.script_flush()
+    latest = await saver.aget_tuple(_config("t"))
+
+    assert latest is not None
+    assert latest.checkpoint["channel_values"] == {"a": 2}
+    assert latest.pending_writes == [("task", "a", 3)]
