@@ -30,6 +30,7 @@ class ApiCall:
     params: dict[str, Any]
     token: str
     status: int = 200
+    response: dict[str, Any] = field(default_factory=dict)
 
 
 def signed_headers(
@@ -267,14 +268,16 @@ class FakeSlack:
                 status=429,
                 headers={"Retry-After": str(retry_after)},
             )
-        self.calls.append(ApiCall(method, params, token))
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
-        if token != expected:
-            return web.json_response({"ok": False, "error": "invalid_auth"})
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
-        if handler is None:
-            return web.json_response({"ok": False, "error": "unknown_method"})
-        return web.json_response(handler(params))
+        if token != expected:
+            body: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+        elif handler is None:
+            body = {"ok": False, "error": "unknown_method"}
+        else:
+            body = handler(params)
+        self.calls.append(ApiCall(method, params, token, response=body))
+        return web.json_response(body)
 
     def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {
