@@ -139,6 +139,11 @@ class FakeSlack:
         await ws.send_str(json.dumps(envelope))
         return envelope_id
 
+    async def request_refresh(self) -> None:
+        """Ask the client to reconnect, as Slack does every few hours."""
+        ws = next(ws for ws in reversed(self._sockets) if not ws.closed)
+        await ws.send_str(json.dumps({"type": "disconnect", "reason": "refresh_requested"}))
+
     async def push_event(
         self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0
     ) -> str:

@@ -146,16 +146,27 @@ class SlackAdapter:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Learn who we are (`auth.test`), then connect Socket Mode in a tracked task."""
+        """Learn who we are (`auth.test`), then connect Socket Mode in a tracked task.
+
+        The first Socket Mode URL is fetched here, so a refused app token fails start-up
+        instead of leaving slack-sdk's connect loop retrying in the background forever."""
         me = await self._identity()
-        _log.info("slack.started", team_id=me.team_id, bot_user_id=me.user_id)
         if self._app_token and self._socket is None:
+            opened = await self._api(self._client.apps_connections_open(app_token=self._app_token))
             self._socket = AsyncSocketModeHandler(
                 self._app, app_token=self._app_token, web_client=self._client
             )
+            self._socket.client.wss_uri = str(opened["url"])
             self._connect_task = asyncio.create_task(
                 self._socket.connect_async(), name="slack:socket-mode"
             )
+        _log.info(
+            "slack.started",
+            team_id=me.team_id,
+            bot_user_id=me.user_id,
+            socket_mode=self._socket is not None,
+            events_api=self._verifier is not None,
+        )
 
     async def stop(self) -> None:
         if self._stopped:

@@ -137,6 +137,19 @@ async def test_start_with_a_refused_token_raises_auth_error(fake: FakeSlack) -> 
     await adapter.stop()
 
 
+async def test_start_with_a_refused_app_token_raises_auth_error(fake: FakeSlack) -> None:
+    async def deliver(msg: InboundMessage) -> None:
+        return None
+
+    adapter = SlackAdapter(
+        bot_token=fake.bot_token, app_token="xapp-wrong", deliver=deliver, api_base=fake.api_base
+    )
+    with pytest.raises(PlatformAuthError):
+        await adapter.start()
+    await adapter.stop()
+    assert fake.connections == 0
+
+
 # -- Socket Mode -------------------------------------------------------------------------------
 
 
@@ -177,6 +190,17 @@ async def test_socket_mode_button_press_is_acked_and_delivered(
     (msg,) = inbox
     assert msg.button is not None
     assert (msg.button.question_id, msg.button.option_index, msg.text) == ("abc", 1, "beta")
+
+
+async def test_socket_mode_reconnects_when_slack_asks_and_keeps_delivering(
+    fake: FakeSlack, socket_adapter: SlackAdapter, inbox: list[InboundMessage]
+) -> None:
+    await fake.request_refresh()
+    await wait_until(lambda: fake.connections == 2 and fake.socket_connected)
+    await fake.wait_ack(await fake.push_event(mention("<@UBOT> still there?")))
+    await wait_until(lambda: inbox)
+    assert inbox[0].text == "still there?"
+    assert len(fake.calls_to("apps.connections.open")) == 2
 
 
 async def test_stop_is_idempotent_and_closes_the_socket(
