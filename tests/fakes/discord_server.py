@@ -9,7 +9,8 @@ sends op 7 and can send already-delivered events again after the RESUME (a dupli
 
 The world: one guild with a text channel, the bot, users alice, bob (both plain members) and
 carol (Manage Server through a role), and another bot (the guild's owner). Threads created from a message take its id, as on
-Discord; they appear in later GUILD_CREATEs and are announced with THREAD_CREATE.
+Discord; they appear in later GUILD_CREATEs and are announced with THREAD_CREATE. The bot's own
+messages come back over the gateway as MESSAGE_CREATE, as they do on Discord.
 """
 
 from __future__ import annotations
@@ -422,6 +423,7 @@ class FakeDiscord:
         reference = (body.get("message_reference") or {}).get("message_id")
         data = self._message(cid, self.bot, body.get("content") or "", reference=reference)
         data["components"] = body.get("components") or []
+        await self.dispatch("MESSAGE_CREATE", data)  # Discord echoes the bot's own messages
         return _json(data)
 
     async def _edit_message(self, body: Any, cid: str, mid: str) -> web.Response:

@@ -11,8 +11,9 @@ created" error, since a thread started from a message has that message's id), so
 dedupe on chat + message id sees the duplicate.
 
 Every send and edit carries `AllowedMentions.none()` (the client default too): the model's text
-never pings. Discord exceptions become `switchboard.errors` at this boundary; the token is never
-logged. Endpoint overrides and raw payload taps live in `channels/discord_client.py`.
+never pings. Discord exceptions become `switchboard.errors` at this boundary
+(`channels/discord_errors.py`); the token is never logged. Endpoint overrides and raw payload taps
+live in `channels/discord_client.py`, the pure payload decisions in `channels/discord_events.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import aiohttp
 import discord
 import structlog
 
@@ -43,6 +43,7 @@ from switchboard.channels.discord_client import (
     SwitchboardClient,
     routed_webhooks,
 )
+from switchboard.channels.discord_errors import THREAD_ALREADY_CREATED, translated
 from switchboard.channels.discord_events import (
     BotIdentity,
     is_for_bot,
@@ -53,7 +54,7 @@ from switchboard.channels.discord_events import (
     to_inbound,
 )
 from switchboard.channels.message import InboundMessage, Platform, ReplyTarget
-from switchboard.errors import PlatformAuthError, PlatformError, PlatformRateLimited
+from switchboard.errors import PlatformAuthError, PlatformError
 
 __all__ = [
     "INTENTS",
@@ -74,17 +75,11 @@ LIMITS = Capabilities(
     reactions=True,
 )
 
-INTENTS = discord.Intents.none()
-INTENTS.guilds = True
-INTENTS.guild_messages = True
-INTENTS.dm_messages = True
-INTENTS.message_content = True
+INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
 
 _NO_PINGS = discord.AllowedMentions.none()
 _PLATFORM = str(Platform.DISCORD)
-_API_TIMEOUT_S = 30.0  # one REST call; discord.py's own 429 sleeps happen inside it
 _THREAD_ARCHIVE_MIN = 1440  # threads auto-archive after a day without messages
-_THREAD_ALREADY_CREATED = 160004  # Discord: "A thread has already been created for this message"
 _REMEMBERED = 4096  # bound on each in-memory map (threads, message→thread, interactions)
 _BUTTON_LABEL_MAX = 80
 _MAX_BUTTONS = 25
@@ -99,38 +94,6 @@ def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
     store.move_to_end(key)
     while len(store) > _REMEMBERED:
         store.popitem(last=False)
-
-
-@contextlib.asynccontextmanager
-async def _boundary(action: str) -> AsyncIterator[None]:
-    """One Discord call: bounded in time, its exceptions translated to ours."""
-    try:
-        async with asyncio.timeout(_API_TIMEOUT_S):
-            yield
-    except discord.RateLimited as exc:
-        raise PlatformRateLimited(
-            f"discord {action}: rate limited", platform=_PLATFORM, retry_after=exc.retry_after
-        ) from exc
-    except discord.LoginFailure as exc:
-        raise PlatformAuthError(f"discord {action}: token rejected", platform=_PLATFORM) from exc
-    except discord.HTTPException as exc:
-        if exc.status == 401:
-            raise PlatformAuthError(
-                f"discord {action}: unauthorised", platform=_PLATFORM, code=401
-            ) from exc
-        raise PlatformError(
-            f"discord {action} failed: {exc.status} {exc.text[:200]}",
-            platform=_PLATFORM,
-            code=exc.code or exc.status,
-        ) from exc
-    except (aiohttp.ClientError, OSError) as exc:
-        raise PlatformError(
-            f"discord {action}: network error", platform=_PLATFORM, code="network"
-        ) from exc
-    except TimeoutError as exc:
-        raise PlatformError(
-            f"discord {action}: timed out", platform=_PLATFORM, code="timeout"
-        ) from exc
 
 
 class DiscordAdapter:
@@ -278,8 +241,7 @@ class DiscordAdapter:
         """The thread for this mention, created once per message however often it arrives."""
         message_id = str(payload["id"])
         task = self._thread_of.get(message_id)
-        if task is None:  # a failed attempt is remembered too: a replay must not retry into a
-            # different chat (and so a second reply)
+        if task is None:  # a failure is remembered too, so a replay gets the same channel reply
             task = asyncio.ensure_future(self._create_thread(payload, me))
             _remember(self._thread_of, message_id, task)
         return await asyncio.shield(task)
@@ -288,13 +250,13 @@ class DiscordAdapter:
         channel_id, message_id = str(payload["channel_id"]), str(payload["id"])
         name = thread_name(strip_mention(payload.get("content") or "", me.id))
         try:
-            async with _boundary("create thread"):
+            async with translated("create thread"):
                 data = await self._client.http.start_thread_with_message(
                     channel_id, message_id, name=name, auto_archive_duration=_THREAD_ARCHIVE_MIN
                 )
             thread_id = str(data["id"])
         except PlatformError as exc:
-            if exc.code != _THREAD_ALREADY_CREATED:
+            if exc.code != THREAD_ALREADY_CREATED:
                 _log.warning("discord.thread_create_failed", code=exc.code)
                 return None
             thread_id = message_id  # a thread started from a message shares its id
@@ -316,7 +278,7 @@ class DiscordAdapter:
         _remember(self._interactions, msg.button.interaction_id, interaction)
         try:
             with routed_webhooks(self._webhooks):
-                async with _boundary("acknowledge press"):
+                async with translated("acknowledge press"):
                     await interaction.response.defer()
         except PlatformError as exc:
             _log.warning("discord.press_ack_failed", code=exc.code)
@@ -345,12 +307,15 @@ class DiscordAdapter:
         reference = self._reference(target)
         ids: list[str] = []
         for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            if not chunk.text.strip() and not (last and view is not None):
+                continue  # Discord rejects empty messages
             extra: dict[str, Any] = {}
-            if index == 0 and reference is not None:
+            if not ids and reference is not None:
                 extra["reference"] = reference
-            if view is not None and index == len(chunks) - 1:
+            if last and view is not None:
                 extra["view"] = view
-            async with _boundary("send"):
+            async with translated("send"):
                 sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
             ids.append(str(sent.id))
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
@@ -376,7 +341,7 @@ class DiscordAdapter:
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))
-        async with _boundary("edit"):
+        async with translated("edit"):
             await message.edit(content=chunk.text, view=None, allowed_mentions=_NO_PINGS)
 
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
@@ -386,7 +351,7 @@ class DiscordAdapter:
         channel_id = str(raw.get("channel_id") or msg.chat_id)  # a thread starter is in the parent
         message = self._messageable(channel_id).get_partial_message(int(msg.provider_message_id))
         try:
-            async with _boundary("react"):
+            async with translated("react"):
                 await message.add_reaction(_ACK_EMOJI[kind])
         except PlatformError as exc:
             _log.warning("discord.reaction_failed", code=exc.code)
@@ -394,18 +359,20 @@ class DiscordAdapter:
 
     @contextlib.asynccontextmanager
     async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        """discord.py's typing context (re-sent every 5 s); a failure only costs the indicator."""
         typing = self._messageable(target.chat_id).typing()
+        entered = False
         try:
-            async with _boundary("typing"):
+            async with translated("typing"):
                 await typing.__aenter__()
+            entered = True
         except PlatformError as exc:
             _log.warning("discord.typing_failed", code=exc.code)
-            yield
-            return
         try:
             yield
         finally:
-            await typing.__aexit__(None, None, None)
+            if entered:
+                await typing.__aexit__(None, None, None)
 
     async def _ephemeral(self, msg: InboundMessage, text: str) -> bool:
         press = msg.button
@@ -414,7 +381,7 @@ class DiscordAdapter:
             return False
         try:
             with routed_webhooks(self._webhooks):
-                async with _boundary("ephemeral notice"):
+                async with translated("ephemeral notice"):
                     await interaction.followup.send(
                         text[: LIMITS.max_len], ephemeral=True, allowed_mentions=_NO_PINGS
                     )
@@ -425,7 +392,7 @@ class DiscordAdapter:
 
     async def _direct(self, msg: InboundMessage, text: str) -> bool:
         try:
-            async with _boundary("direct message"):
+            async with translated("direct message"):
                 dm = await self._client.create_dm(discord.Object(int(msg.sender_id)))
                 await dm.send(text[: LIMITS.max_len], allowed_mentions=_NO_PINGS)
         except PlatformError as exc:
@@ -456,7 +423,7 @@ class DiscordAdapter:
         member = guild.get_member(int(msg.sender_id))
         try:
             if member is None:
-                async with _boundary("fetch member"):
+                async with translated("fetch member"):
                     member = await guild.fetch_member(int(msg.sender_id))
         except PlatformError as exc:
             _log.warning("discord.member_lookup_failed", code=exc.code)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -297,6 +298,24 @@ async def test_workspace_admin_is_manage_server(
     by_sender = {m.sender_id: m for m in inbox}
     assert await adapter.is_workspace_admin(by_sender[fake.carol["id"]])
     assert not await adapter.is_workspace_admin(by_sender[fake.bob["id"]])
+
+
+async def test_token_never_reaches_the_logs(
+    fake: FakeDiscord,
+    inbox: list[InboundMessage],
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    adapter = make_adapter(fake, inbox)
+    await adapter.start()
+    await fake.user_message(at_bot(fake, "hi"))
+    await wait_until(lambda: inbox)
+    await adapter.send(inbox[0].target, [chunk("hello")])
+    await fake.reconnect()
+    await adapter.stop()
+    assert fake.calls and "MESSAGE_CREATE" in caplog.text  # debug logging was on
+    assert fake.token not in caplog.text and fake.token not in capsys.readouterr().out
 
 
 async def test_api_errors_are_translated(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.channels.discord import LIMITS, is_for_bot, press_to_inbound, to_inbound
+from switchboard.channels.discord import INTENTS, LIMITS, is_for_bot, press_to_inbound, to_inbound
 from switchboard.channels.discord_events import (
     THREAD_NAME_MAX,
     BotIdentity,
@@ -45,6 +45,11 @@ def mention(text: str = "hello", **extra: Any) -> dict[str, Any]:
 def test_limits_are_discords_2000_chars_with_buttons_edits_and_reactions() -> None:
     assert (LIMITS.max_len, LIMITS.len_unit, LIMITS.markup) == (2000, "chars", "discord")
     assert LIMITS.can_edit and LIMITS.buttons and LIMITS.reactions
+
+
+def test_intents_are_guilds_messages_dms_and_message_content_only() -> None:
+    enabled = {name for name, on in INTENTS if on}
+    assert enabled == {"guilds", "guild_messages", "dm_messages", "message_content"}
 
 
 def test_dm_is_for_bot_without_mention() -> None:
