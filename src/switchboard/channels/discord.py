@@ -97,7 +97,11 @@ def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
 
 
 class DiscordAdapter:
-    """Satisfies `channels.base.Adapter` for Discord."""
+    """Satisfies `channels.base.Adapter` for Discord.
+
+    `guild_ready_timeout` is how long discord.py waits for the GUILD_CREATE stream to end before
+    READY (its default, 2 s; tests shorten it); `start()` waits for READY at most `start_timeout`.
+    """
 
     platform = Platform.DISCORD
     capabilities = LIMITS
