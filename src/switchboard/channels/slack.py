@@ -2,9 +2,11 @@
 
 Both transports end in the same `AsyncApp.async_dispatch`: Socket Mode through bolt's socket-mode
 handler (a tracked task started by `start()`), the Events API through `handle_webhook`, which the
-service mounts at `POST /slack/events`. Bolt verifies signatures, answers `url_verification` and,
-with `process_before_response=False`, acks before our listener runs; the listener only turns the
-payload into an `InboundMessage` (pure functions in `slack_events.py`) and hands it to `deliver`.
+service mounts at `POST /slack/events` (it checks the signature and the body's shape first, since
+bolt answers 500 to a body it cannot parse). Bolt verifies signatures, answers `url_verification`
+and, with `process_before_response=False`, acks before our listener runs; the listener only turns
+the payload into an `InboundMessage` (pure functions in `slack_events.py`) and hands it to
+`deliver`.
 Retried deliveries carry the same `event_id` and the same channel + ts, so the manager's dedupe
 answers each message once, including the `message` twin of an `app_mention`.
 
@@ -48,10 +50,10 @@ from switchboard.channels.base import (
     SentRef,
 )
 from switchboard.channels.message import InboundMessage, Platform, ReplyTarget
+from switchboard.channels.slack_blocks import question_blocks
 from switchboard.channels.slack_events import (
     BUTTON_PREFIX,
     BotIdentity,
-    button_value,
     is_for_bot,
     parse_button_value,
     to_inbound,
@@ -85,9 +87,6 @@ _ACK_REACTIONS = {AckKind.RECEIVED: "eyes", AckKind.QUEUED: "hourglass_flowing_s
 _AUTH_ERRORS = frozenset(
     {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
 )
-_SECTION_MAX = 3000  # Block Kit section text limit
-_BUTTONS_PER_BLOCK = 25  # Block Kit actions block limit
-_BUTTON_TEXT_MAX = 75  # Block Kit button label limit
 _API_TIMEOUT_S = 15
 _PLATFORM = str(Platform.SLACK)
 
@@ -325,51 +324,6 @@ class SlackAdapter:
             raise PlatformError(
                 f"Slack unreachable: {type(exc).__name__}", platform=_PLATFORM, code="network"
             ) from exc
-
-
-def question_blocks(text: str, prompt: QuestionPrompt) -> list[dict[str, Any]]:
-    """Block Kit for a question: its text in sections, then one button per option whose
-    action_id and value are `q:<question_id>:<index>`."""
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": part}}
-        for part in _split_section(text)
-    ]
-    buttons = [
-        {
-            "type": "button",
-            "text": {"type": "plain_text", "text": _label(option), "emoji": True},
-            "action_id": button_value(prompt.question_id, i),
-            "value": button_value(prompt.question_id, i),
-        }
-        for i, option in enumerate(prompt.options)
-    ]
-    for start in range(0, len(buttons), _BUTTONS_PER_BLOCK):
-        blocks.append(
-            {
-                "type": "actions",
-                "block_id": f"{BUTTON_PREFIX}{prompt.question_id}:{start // _BUTTONS_PER_BLOCK}",
-                "elements": buttons[start : start + _BUTTONS_PER_BLOCK],
-            }
-        )
-    return blocks
-
-
-def _split_section(text: str) -> list[str]:
-    """Section texts ≤ 3000 chars, cut at line ends where possible (a chunk may be 4000)."""
-    parts: list[str] = []
-    while len(text) > _SECTION_MAX:
-        cut = text.rfind("\n", 0, _SECTION_MAX)
-        cut = cut if cut > 0 else _SECTION_MAX
-        parts.append(text[:cut])
-        text = text[cut:].lstrip("\n")
-    if text.strip():
-        parts.append(text)
-    return parts
-
-
-def _label(option: str) -> str:
-    option = option.strip() or "…"
-    return option if len(option) <= _BUTTON_TEXT_MAX else option[: _BUTTON_TEXT_MAX - 1] + "…"
 
 
 def _escape(text: str) -> str:

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from switchboard.channels.base import AckKind, Chunk, QuestionPrompt
 from switchboard.channels.message import InboundMessage, Platform, ReplyTarget
 from switchboard.channels.slack import SlackAdapter
-from switchboard.errors import ConfigError, PlatformAuthError, PlatformRateLimited
+from switchboard.errors import PlatformAuthError, PlatformRateLimited
 from tests.fakes.slack_server import FakeSlack, signed_headers
 from tests.support import wait_until
 
@@ -113,14 +113,6 @@ def inbound(chat: str = "C1", *, is_dm: bool = False, sender: str = "U1") -> Inb
 
 
 # -- construction ------------------------------------------------------------------------------
-
-
-def test_adapter_needs_a_receiving_transport() -> None:
-    async def deliver(msg: InboundMessage) -> None:
-        return None
-
-    with pytest.raises(ConfigError, match="SLACK_APP_TOKEN"):
-        SlackAdapter(bot_token="xoxb-1", deliver=deliver)
 
 
 async def test_start_with_a_refused_token_raises_auth_error(fake: FakeSlack) -> None:
