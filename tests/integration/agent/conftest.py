@@ -1,0 +1,101 @@
+"""Agent fixtures: the real runtime on the Redis checkpoint saver, with the scripted model.
+
+`ModelRequests` is a langchain callback handler attached to the model: it records every request
+the model receives (the messages, as the model saw them, and the run's metadata), which is how the
+tests see what the loop-detection middleware injected without touching graph state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import pytest
+import redis.asyncio as aioredis
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+
+from switchboard.agent import AgentRuntime, DemoChatModel
+from switchboard.storage import Keys, PendingWarnings
+from switchboard.storage.checkpoint import RedisCheckpointSaver
+
+__all__ = ["ModelRequest", "ModelRequests"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    messages: list[BaseMessage]
+    metadata: dict[str, Any]
+    tags: list[str]
+
+    @property
+    def thread_id(self) -> str:
+        return str(self.metadata.get("thread_id", ""))
+
+    @property
+    def run_id(self) -> str:
+        return str(self.metadata.get("run_id", ""))
+
+    def warnings(self) -> list[BaseMessage]:
+        return [m for m in self.messages if m.type == "human" and m.name == "loop_warning"]
+
+
+@dataclass
+class ModelRequests(BaseCallbackHandler):
+    run_inline: bool = True
+    seen: list[ModelRequest] = field(default_factory=list)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.seen.append(ModelRequest(list(messages[0]), dict(metadata or {}), list(tags or [])))
+
+    def of_run(self, run_id: str) -> list[ModelRequest]:
+        return [r for r in self.seen if r.run_id == run_id]
+
+    def of_thread(self, thread_id: str) -> list[ModelRequest]:
+        return [r for r in self.seen if r.thread_id == thread_id]
+
+
+@pytest.fixture
+def requests_seen() -> ModelRequests:
+    return ModelRequests()
+
+
+@pytest.fixture
+def warnings(redis: aioredis.Redis, keys: Keys) -> PendingWarnings:
+    return PendingWarnings(redis, keys=keys)
+
+
+@pytest.fixture
+def make_runtime(
+    redis: aioredis.Redis, prefix: str, warnings: PendingWarnings, requests_seen: ModelRequests
+) -> Callable[..., AgentRuntime]:
+    """A runtime over a NEW saver instance each call (a fresh one is a restarted process)."""
+
+    def make(**overrides: Any) -> AgentRuntime:
+        options: dict[str, Any] = {
+            "model": DemoChatModel(callbacks=[requests_seen]),
+            "checkpointer": RedisCheckpointSaver(redis, prefix=prefix),
+            "warnings": warnings,
+            "system_prompt": "You are a test agent.",
+        }
+        options.update(overrides)
+        return AgentRuntime(**options)
+
+    return make
+
+
+@pytest.fixture
+def runtime(make_runtime: Callable[..., AgentRuntime]) -> AgentRuntime:
+    return make_runtime()
