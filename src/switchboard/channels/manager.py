@@ -16,9 +16,9 @@ import contextlib
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import structlog
 
@@ -199,7 +199,20 @@ class Manager:
             work = _Work(answer, resume=True)
         else:
             work = _Work(msg.text)
+            self._background(self._ack(adapter, msg, AckKind.RECEIVED))
         await self._run_locked(adapter, msg, thread_id, work)
+
+    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Side work (receipt reactions) that must not delay the turn; tracked like messages."""
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _ack(self, adapter: Adapter, msg: InboundMessage, kind: AckKind) -> None:
+        try:
+            await adapter.acknowledge(msg, kind)
+        except SwitchboardError as exc:
+            _log.warning("ack.failed", category=exc.category, kind=str(kind))
 
     async def _allowed(self, adapter: Adapter, msg: InboundMessage) -> bool:
         if self._access is None:
@@ -506,10 +519,7 @@ class Manager:
         )
         metrics.QUEUE_DEPTH.labels(platform=str(msg.platform)).set(depth)
         _log.info("message.queued", depth=depth)
-        try:
-            await adapter.acknowledge(msg, AckKind.QUEUED)
-        except SwitchboardError as exc:
-            _log.warning("ack.failed", category=exc.category)
+        await self._ack(adapter, msg, AckKind.QUEUED)
         await self._pick_up_leftovers(adapter, msg, thread_id)
 
     async def _pick_up_leftovers(

@@ -59,6 +59,7 @@ async def test_message_gets_one_clean_reply(make_manager) -> None:
     await manager.idle()
     assert adapter.texts() == ["You said: hello there friend"]
     assert adapter.typing_count == 1
+    assert [kind for _, kind in adapter.acks] == [AckKind.RECEIVED]
 
 
 async def test_redelivered_message_gets_one_reply(make_manager) -> None:
@@ -101,10 +102,11 @@ async def test_busy_thread_queues_acknowledges_and_answers_in_one_follow_up(make
     first = in_channel("echo x", anchor="100.1", user="U2", name="bob")
     second = in_channel("and another thing", anchor="100.1", user="U3", name="carol")
     await manager.deliver(first)
-    await wait_until(lambda: len(adapter.acks) == 1)
+    await wait_until(lambda: (first.provider_message_id, AckKind.QUEUED) in adapter.acks)
     await manager.deliver(second)
     await manager.idle()
-    assert [kind for _, kind in adapter.acks] == [AckKind.QUEUED, AckKind.QUEUED]
+    queued = [mid for mid, kind in adapter.acks if kind is AckKind.QUEUED]
+    assert queued == [first.provider_message_id, second.provider_message_id]
     assert adapter.texts()[0] == "Done after 0.6 s."
     assert len(adapter.sent) == 2, adapter.texts()
     follow_up = adapter.texts()[1]
