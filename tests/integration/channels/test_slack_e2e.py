@@ -131,6 +131,15 @@ async def test_mention_gets_a_threaded_reply(make_stack: StackFactory) -> None:
     assert reply.params["text"].startswith("Hello! I'm Switchboard's demo agent.")
 
 
+async def test_mention_gets_an_eyes_reaction_on_receipt(make_stack: StackFactory) -> None:
+    s = await make_stack()
+    ts = new_ts()
+    await s.say(mention("hello", ts=ts))
+    await s.settle(1)
+    reactions = [c.params for c in s.fake.calls_to("reactions.add")]
+    assert {"channel": "C1", "timestamp": ts, "name": "eyes"} in reactions
+
+
 async def test_thread_follow_up_without_mention_continues_the_agent_thread(
     make_stack: StackFactory,
 ) -> None:
@@ -273,8 +282,15 @@ async def test_message_to_a_busy_thread_gets_an_hourglass_and_is_answered_later(
     await wait_until(lambda: redis.keys(f"{prefix}*:lock"))
     follow_up = new_ts()
     await s.say(channel_message("echo later", ts=follow_up, thread_ts=root))
-    await wait_until(lambda: s.fake.calls_to("reactions.add"))
-    (reaction,) = s.fake.calls_to("reactions.add")
+    def hourglasses() -> list[Any]:
+        return [
+            c
+            for c in s.fake.calls_to("reactions.add")
+            if c.params["name"] == "hourglass_flowing_sand"
+        ]
+
+    await wait_until(hourglasses)
+    (reaction,) = hourglasses()
     assert reaction.params == {
         "channel": "C1",
         "timestamp": follow_up,
