@@ -186,6 +186,8 @@ class _Packer:
         i, off = pos
         while i < len(self.pieces):
             piece = self.pieces[i]
+            if piece.kind is PieceKind.TEXT and not piece.code:
+                off = _skip_spaces(piece.text, off)  # no message starts with a space
             if piece.kind is PieceKind.BREAK or (off and off >= len(piece.text)):
                 i, off = i + 1, 0
             else:
@@ -208,6 +210,14 @@ class _Packer:
         d, measure = self.dialect, self.measure
         return sum(measure(d.close(w)) for w in current[shared:]) + sum(
             measure(d.open(w)) for w in frame[shared:]
+        )
+
+    def _alone_cost(self, piece: Piece) -> int:
+        """The length of a message holding only `piece`."""
+        return (
+            self._move_cost((), piece.frame)
+            + self.measure(piece.text)
+            + self._close_cost(piece.frame)
         )
 
     def _cut_length(self, cut: _Cut) -> int:
@@ -253,10 +263,11 @@ class _Packer:
                     after_glue = piece.glue
                     i += 1
                     continue
-                if not out.started:  # can never fit whole: show its plain form as text
+                if self._alone_cost(piece) > limit:  # never fits whole: show its plain text
                     pieces[i] = Piece(PieceKind.TEXT, piece.frame, text=piece.plain)
                     continue
-                return self._finish(out, self._choose(best, regions, boundary))
+                here = boundary or _Cut(out.snapshot(), (i, off))
+                return self._finish(out, self._choose(best, regions, here))
             raw = piece.text[off:] if off else piece.text
             rendered = self.dialect.text(raw, code=piece.code, line_start=out.line_start)
             room = limit - fixed
@@ -356,16 +367,25 @@ class _Packer:
         return safe or k
 
     def _degraded(self, i: int, off: int, raw: str) -> tuple[Chunk | None, tuple[int, int]]:
-        """Not even one character fits inside its frame: write a little of it unformatted."""
+        """Not even one character fits inside its frame (a tiny limit): write some of it
+        unformatted, up to a newline if there is one."""
         piece = self.pieces[i]
-        if not raw:
-            return None, (i + 1, 0)
         bare = Piece(PieceKind.TEXT, (), text=raw, code=piece.code)
         rendered = self.dialect.text(raw, code=piece.code, line_start=True)
-        k = max(1, self._fit(raw, rendered, piece.code, True, self.limit))
+        if self.measure(rendered) <= self.limit:
+            k = len(raw)
+        else:
+            k = max(1, self._fit(raw, rendered, piece.code, True, self.limit))
+            newline = raw.rfind("\n", 0, k)
+            k = newline if newline > 0 else k
+        resume = k
+        while resume < len(raw) and raw[resume] == "\n":
+            resume += 1
+        if not raw[:k].strip():
+            return None, (i, off + resume) if resume < len(raw) else (i + 1, 0)
         out = _Out(self.dialect, self.measure)
         out.put_piece(bare, raw[:k])
-        return out.finish(), (i, off + k)
+        return out.finish(), (i, off + resume)
 
 
 def _shared(a: Frame, b: Frame) -> int:

@@ -197,6 +197,8 @@ class _Builder:
         self.item_start = True
 
     def code_block(self, lines: Sequence[str], lang: str) -> None:
+        if not any(line.strip() for line in lines):
+            return  # an empty block would be an empty (rejected) message on its own
         self.request_break(PARAGRAPH)
         quoted = any(w.kind is WrapKind.QUOTE for w in self.blocks)
         pre = Wrapper(WrapKind.PRE, lang=lang, serial=self.next_serial(), quoted=quoted)

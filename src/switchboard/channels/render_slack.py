@@ -40,6 +40,8 @@ class SlackMrkdwn:
             return "```\n"  # Slack shows a language tag as code, so there is none
         if wrapper.kind is WrapKind.QUOTE:
             return "> "
+        if wrapper.kind is WrapKind.CODE and wrapper.ticks > 1:
+            return "`\u200b"  # Slack cannot escape a backtick in code; keep it off the mark
         return _MARKS[wrapper.kind]
 
     def close(self, wrapper: Wrapper) -> str:
@@ -47,6 +49,8 @@ class SlackMrkdwn:
             return "\n> ```" if wrapper.quoted else "\n```"
         if wrapper.kind is WrapKind.QUOTE:
             return ""
+        if wrapper.kind is WrapKind.CODE and wrapper.ticks > 1:
+            return "\u200b`"
         return _MARKS[wrapper.kind]
 
     def text(self, raw: str, *, code: bool, line_start: bool) -> str:
@@ -59,7 +63,7 @@ class SlackMrkdwn:
 
     def link(self, label: str, url: str, shown: str) -> str:
         target = _escape(url).replace("|", "%7C")
-        if label in ("", url):
+        if label in ("", url, shown):
             return f"<{target}>"
         return f"<{target}|{_escape(label)}>"
 
