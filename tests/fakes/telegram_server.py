@@ -120,6 +120,7 @@ class FakeTelegram:
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
+        self._closing = False
         self.base_url = ""
 
     # -- server ---------------------------------------------------------------------------
@@ -128,7 +129,9 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("POST", "/bot{token}/{method}", self._handle)
         app.router.add_route("GET", "/bot{token}/{method}", self._handle)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, handler_cancellation=True
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -137,6 +140,8 @@ class FakeTelegram:
         return self.base_url
 
     async def stop(self) -> None:
+        self._closing = True
+        self._arrived.set()  # release long polls, or shutdown would wait for their timeout
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -377,7 +382,7 @@ class FakeTelegram:
         while True:
             ready = [u for u in self._updates if u["update_id"] >= offset][:100]
             remaining = deadline - time.monotonic()
-            if ready or remaining <= 0:
+            if ready or remaining <= 0 or self._closing:
                 return ready
             arrived = self._arrived
             try:

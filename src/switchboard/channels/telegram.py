@@ -5,10 +5,9 @@ seam a self-hosted Bot API server or the tests' fake server needs. Polling and t
 feed the same Dispatcher, whose two handlers only build `InboundMessage`s (pure functions in
 `telegram_inbound.py`) and hand them to `deliver`.
 
-Every outgoing call goes through `_call`: paced per chat (sends and edits share one budget,
-`telegram_pacing.py`), retried once per 429 after its `retry_after` (a 429 means nothing was
-sent, so the retry cannot duplicate), and translated to `switchboard.errors` at the public
-methods (`telegram_errors.py`), with the token scrubbed from every message.
+Every outgoing call goes through `BotCalls` (`telegram_calls.py`): paced per chat, retried after
+each 429's `retry_after`, HTML with a plain-text fallback, and translated to `switchboard.errors`
+at the public methods below, with the token scrubbed from every message.
 """
 
 from __future__ import annotations
@@ -18,15 +17,15 @@ import contextlib
 import hmac
 import html
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import structlog
 from aiogram import Bot, Dispatcher, Router
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import AiogramError, TelegramBadRequest, TelegramRetryAfter
+from aiogram.exceptions import AiogramError, TelegramBadRequest
 from aiogram.methods import (
     AnswerCallbackQuery,
     DeleteWebhook,
@@ -38,7 +37,6 @@ from aiogram.methods import (
     SetMessageReaction,
     SetMyCommands,
     SetWebhook,
-    TelegramMethod,
 )
 from aiogram.types import (
     BotCommand,
@@ -54,7 +52,6 @@ from aiogram.utils.token import TokenValidationError
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from switchboard.channels.base import (
     AckKind,
@@ -66,12 +63,8 @@ from switchboard.channels.base import (
     SentRef,
 )
 from switchboard.channels.message import InboundMessage, Platform, ReplyTarget
-from switchboard.channels.telegram_errors import (
-    TokenRedaction,
-    is_entity_error,
-    is_not_modified,
-    translate,
-)
+from switchboard.channels.telegram_calls import BotCalls
+from switchboard.channels.telegram_errors import TokenRedaction, is_not_modified
 from switchboard.channels.telegram_inbound import (
     BotIdentity,
     callback_data,
@@ -79,7 +72,6 @@ from switchboard.channels.telegram_inbound import (
     to_inbound,
     wants_text_notice,
 )
-from switchboard.channels.telegram_pacing import ChatPacer
 from switchboard.errors import ConfigError, PlatformError
 
 __all__ = ["LIMITS", "BotIdentity", "TelegramAdapter", "is_for_bot", "to_inbound"]
@@ -107,15 +99,13 @@ WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 _ALLOWED_UPDATES = ["message", "callback_query"]
 _TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for ~5 s per sendChatAction
-_MAX_RETRY_AFTER_S = 60  # longer flood waits surface as PlatformRateLimited instead of blocking
-_MAX_ATTEMPTS = 4  # the first call plus one retry per 429
 _POLL_TIMEOUT_S = 25
 _STOP_TIMEOUT_S = 10.0
 _REACTION = "👀"
+_MAX_LABEL = 60
 _ADMIN_STATUSES = frozenset({"creator", "administrator"})
 
 _log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
 
 class TelegramAdapter:
@@ -143,12 +133,11 @@ class TelegramAdapter:
             self._bot = Bot(token, session=session)
         except TokenValidationError:
             raise ConfigError("TELEGRAM_BOT_TOKEN is not a valid bot token") from None
-        self._token = token
+        self._api = BotCalls(bot=self._bot, token=token)
         self._deliver = deliver
         self._mode = mode
         self._webhook_url = webhook_url
         self._webhook_secret = webhook_secret
-        self._pacer = ChatPacer()
         self._redaction = TokenRedaction(token)
         self._me: BotIdentity | None = None
         self._polling: asyncio.Task[None] | None = None
@@ -169,13 +158,13 @@ class TelegramAdapter:
 
     async def start(self) -> None:
         self._redaction.install()
-        with self._translated("start"):
-            me = await self._call(GetMe())
+        with self._api.translated("start"):
+            me = await self._api.call(GetMe())
             self._me = BotIdentity(id=me.id, username=me.username or "")
             commands = [BotCommand(command=name, description=text) for name, text in BOT_COMMANDS]
-            await self._call(SetMyCommands(commands=commands))
+            await self._api.call(SetMyCommands(commands=commands))
             if self._mode == "webhook":
-                await self._call(
+                await self._api.call(
                     SetWebhook(
                         url=self._webhook_url or "",
                         secret_token=self._webhook_secret,
@@ -183,8 +172,9 @@ class TelegramAdapter:
                     )
                 )
             else:
-                await self._call(DeleteWebhook(drop_pending_updates=False))
+                await self._api.call(DeleteWebhook(drop_pending_updates=False))
                 self._polling = asyncio.create_task(self._poll(), name="telegram:polling")
+                self._polling.add_done_callback(_polling_ended)
         _log.info("telegram.started", mode=self._mode, bot_id=me.id, username=me.username)
 
     async def stop(self) -> None:
@@ -260,8 +250,8 @@ class TelegramAdapter:
             return
         _log.info("telegram.button_rejected", reason="bad_callback_data")
         try:
-            with self._translated("answerCallbackQuery"):
-                await self._call(
+            with self._api.translated("answerCallbackQuery"):
+                await self._api.call(
                     AnswerCallbackQuery(callback_query_id=query.id, text=STALE_BUTTON_TEXT)
                 )
         except PlatformError as exc:
@@ -283,7 +273,11 @@ class TelegramAdapter:
         self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
     ) -> SentRef:
         rows = [
-            [InlineKeyboardButton(text=option, callback_data=callback_data(prompt.question_id, i))]
+            [
+                InlineKeyboardButton(
+                    text=_label(option), callback_data=callback_data(prompt.question_id, i)
+                )
+            ]
             for i, option in enumerate(prompt.options)
         ]
         keyboard = InlineKeyboardMarkup(inline_keyboard=rows)
@@ -295,9 +289,9 @@ class TelegramAdapter:
             "message_id": int(message_id),
             "reply_markup": InlineKeyboardMarkup(inline_keyboard=[]),  # drops the buttons
         }
-        with self._translated("editMessageText"):
+        with self._api.translated("editMessageText"):
             try:
-                await self._with_fallback(EditMessageText, fields, chunk, pace=target.chat_id)
+                await self._api.html(EditMessageText, fields, chunk, pace=target.chat_id)
             except TelegramBadRequest as exc:
                 if not is_not_modified(exc):
                     raise
@@ -317,8 +311,8 @@ class TelegramAdapter:
         if kind is not AckKind.QUEUED or msg.button is not None:
             return
         try:
-            with self._translated("setMessageReaction"):
-                await self._call(
+            with self._api.translated("setMessageReaction"):
+                await self._api.call(
                     SetMessageReaction(
                         chat_id=int(msg.chat_id),
                         message_id=int(msg.provider_message_id),
@@ -351,8 +345,8 @@ class TelegramAdapter:
             show_alert=notice is not None,
         )
         try:
-            with self._translated("answerCallbackQuery"):
-                await self._call(method)
+            with self._api.translated("answerCallbackQuery"):
+                await self._api.call(method)
         except PlatformError as exc:
             if exc.code != 400:  # 400: the query is too old to answer; nothing is lost
                 raise
@@ -361,8 +355,8 @@ class TelegramAdapter:
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
         if msg.is_dm:
             return True  # a private chat is the sender's own
-        with self._translated("getChatMember"):
-            member = await self._call(
+        with self._api.translated("getChatMember"):
+            member = await self._api.call(
                 GetChatMember(chat_id=int(msg.chat_id), user_id=int(msg.sender_id))
             )
         return str(member.status) in _ADMIN_STATUSES
@@ -373,7 +367,7 @@ class TelegramAdapter:
         self, target: ReplyTarget, chunks: Sequence[Chunk], *, keyboard: InlineKeyboardMarkup | None
     ) -> SentRef:
         ids: list[str] = []
-        with self._translated("sendMessage"):
+        with self._api.translated("sendMessage"):
             for i, chunk in enumerate(chunks):
                 fields: dict[str, Any] = {"chat_id": int(target.chat_id)}
                 if target.is_topic and target.thread_anchor:
@@ -384,42 +378,9 @@ class TelegramAdapter:
                     )
                 if keyboard is not None and i == len(chunks) - 1:
                     fields["reply_markup"] = keyboard
-                sent = await self._with_fallback(SendMessage, fields, chunk, pace=target.chat_id)
+                sent = await self._api.html(SendMessage, fields, chunk, pace=target.chat_id)
                 ids.append(str(sent.message_id))
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
-
-    async def _with_fallback(
-        self,
-        method: type[SendMessage] | type[EditMessageText],
-        fields: dict[str, Any],
-        chunk: Chunk,
-        *,
-        pace: str,
-    ) -> Any:
-        """Send the HTML; if Telegram rejects its entities, the same words as plain text."""
-        try:
-            return await self._call(method(text=chunk.text, parse_mode="HTML", **fields), pace=pace)
-        except TelegramBadRequest as exc:
-            if not is_entity_error(exc):
-                raise
-            _log.warning("telegram.entities_rejected", method=method.__api_method__)
-        return await self._call(method(text=chunk.plain, parse_mode=None, **fields), pace=pace)
-
-    async def _call(self, method: TelegramMethod[T], *, pace: str | None = None) -> T:
-        """One Bot API call: paced per chat, retried after each 429's `retry_after`."""
-        if pace is not None:
-            await self._pacer.wait(pace)
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_short_flood_wait),
-            wait=_retry_after,
-            stop=stop_after_attempt(_MAX_ATTEMPTS),
-            before_sleep=_log_flood_wait,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                result = await self._bot(method)
-        return result
 
     async def _keep_typing(self, target: ReplyTarget) -> None:
         fields: dict[str, Any] = {"chat_id": int(target.chat_id), "action": "typing"}
@@ -427,31 +388,22 @@ class TelegramAdapter:
             fields["message_thread_id"] = int(target.thread_anchor)
         while True:
             try:
-                await self._bot(SendChatAction(**fields))
+                await self._api.bot(SendChatAction(**fields))
             except AiogramError as exc:  # typing is cosmetic; never let it break a turn
                 _log.debug("telegram.typing_failed", error=type(exc).__name__)
             await asyncio.sleep(_TYPING_EVERY_S)
-
-    @contextlib.contextmanager
-    def _translated(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except AiogramError as exc:
-            raise translate(exc, action=action, token=self._token) from None
 
 
 def _plain_chunk(text: str) -> Chunk:
     return Chunk(text=html.escape(text, quote=False), plain=text)
 
 
-def _is_short_flood_wait(exc: BaseException) -> bool:
-    return isinstance(exc, TelegramRetryAfter) and exc.retry_after <= _MAX_RETRY_AFTER_S
+def _label(option: str) -> str:
+    """A button caption; Telegram clips or rejects long ones, so we clip first."""
+    return option if len(option) <= _MAX_LABEL else option[: _MAX_LABEL - 1] + "…"
 
 
-def _retry_after(state: RetryCallState) -> float:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    return float(exc.retry_after) if isinstance(exc, TelegramRetryAfter) else 1.0
-
-
-def _log_flood_wait(state: RetryCallState) -> None:
-    _log.warning("telegram.flood_waited", attempt=state.attempt_number, wait_s=_retry_after(state))
+def _polling_ended(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        # the type only: aiogram messages may quote request URLs, which carry the token
+        _log.error("telegram.polling_failed", error=type(task.exception()).__name__)
