@@ -268,6 +268,7 @@ class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         await self._warnings.clear_other_runs(thread_id, run_id)
 
     async def finish_run(self, thread_id: str, run_id: str) -> None:
+        """Forget the run; clear its queued warnings (only this run can have queued any)."""
         with self._guard:
             run = self._runs.pop(run_id, None)
         if run is not None and run.undelivered:

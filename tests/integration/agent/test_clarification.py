@@ -138,3 +138,34 @@ async def test_a_second_question_in_a_later_turn_is_asked_again(runtime: AgentRu
     assert again.question is not None
     assert (await runtime.resume(thread, "gamma", CTX)).reply_text == "You chose: gamma."
     _assert_every_call_answered_once(await runtime.messages(thread))
+
+
+async def test_parallel_questions_are_answered_one_at_a_time(runtime: AgentRuntime) -> None:
+    thread = _thread()
+    config = {"configurable": {"thread_id": thread}}
+    calls = [
+        {
+            "name": "ask_clarification",
+            "args": {"question": question, "options": ["x", "y"]},
+            "id": call_id,
+            "type": "tool_call",
+        }
+        for question, call_id in (("First?", "q1"), ("Second?", "q2"))
+    ]
+    await runtime.graph.aupdate_state(
+        config, {"messages": [HumanMessage("choose"), AIMessage("", tool_calls=calls)]}, "model"
+    )
+    await runtime.graph.ainvoke(None, config)
+    first = await runtime.pending_question(thread)
+    assert first is not None
+
+    after_one = await runtime.resume(thread, "x", CTX)
+    assert after_one.question is not None
+    assert after_one.question.question != first.question
+
+    done = await runtime.resume(thread, "y", CTX)
+    assert done.question is None and done.reply_text.startswith("You chose: ")
+    stored = await runtime.messages(thread)
+    _assert_every_call_answered_once(stored)
+    answers = {m.tool_call_id: m.content for m in stored if isinstance(m, ToolMessage)}
+    assert sorted(answers.values()) == ["x", "y"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from switchboard.agent.demo import GREETING
 from switchboard.agent.repair import INTERRUPTED_RESULT
 from switchboard.errors import AgentError
 from tests.integration.agent.conftest import ModelRequests
+from tests.support import wait_until
 
 CTX = TurnContext(user_id="u-1", user_name="Ada", platform="console")
 
@@ -148,3 +150,16 @@ async def test_tool_results_are_tool_messages_not_reply_text(runtime: AgentRunti
     stored = await runtime.messages(thread)
     tool = next(m for m in stored if isinstance(m, ToolMessage))
     assert result.reply_text == f"It is {tool.content}."
+
+
+async def test_a_cancelled_turn_leaves_the_thread_usable(
+    runtime: AgentRuntime, requests_seen: ModelRequests
+) -> None:
+    thread = _thread()
+    turn = asyncio.create_task(runtime.run_turn(thread, "slow 30", CTX))
+    await wait_until(lambda: requests_seen.of_thread(thread))
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    assert runtime.loop_detection.tracked_runs() == 0
+    assert (await runtime.run_turn(thread, "echo after stop", CTX)).reply_text == "after stop"
