@@ -288,44 +288,45 @@ class _Packer:
             return self._finish(out, self._choose(best, regions, boundary))
         return out.finish(), (i, off)
 
-    def _inside(self, regions: list[_Region]) -> tuple[_Cut | None, _Cut | None, _Cut | None]:
-        """The last newline (in code), sentence end and space written so far, as cuts."""
-        newline: _Cut | None = None
-        sentence: _Cut | None = None
-        space: _Cut | None = None
+    def _inside(self, regions: list[_Region]) -> list[_Cut | None]:
+        """The last cut of each rank inside the text written so far: a blank line and a
+        newline (only code has them inside a piece), a sentence end, a space."""
+        found: list[_Cut | None] = [None, None, None, None]
         for snap, i, off, raw, k in reversed(regions):
-            started = snap[5]
             head = raw[:k]
-            if newline is None and "\n" in head:
-                at = head.rfind("\n")
-                if at > 0 and (started or head[:at].strip()):
-                    resume = at + 1
-                    while resume < len(raw) and raw[resume] == "\n":
-                        resume += 1
-                    newline = _Cut(snap, (i, off + resume), i, off, off + at)
-            if space is None:
-                at = max(head.rfind(" "), head.rfind("\t"))
-                if at > 0 and (started or head[:at].strip()):
-                    space = _Cut(snap, (i, off + _skip_spaces(raw, at)), i, off, off + at)
-            if sentence is None:
-                match = _SENTENCE_END_REVERSED.search(head[::-1])
-                if match is not None:
-                    at = k - 1 - match.start()
-                    end, resume = (
-                        (at, _skip_spaces(raw, at)) if head[at].isspace() else (at + 1,) * 2
-                    )
-                    if end > 0 and (started or head[:end].strip()):
-                        sentence = _Cut(snap, (i, off + resume), i, off, off + end)
-            if sentence is not None and space is not None:
+            for rank in range(4):
+                if found[rank] is None:
+                    found[rank] = self._last(rank, snap, i, off, raw, head)
+            if all(cut is not None for cut in found):
                 break
-        return newline, sentence, space
+        return found
+
+    @staticmethod
+    def _last(rank: int, snap: Snapshot, i: int, off: int, raw: str, head: str) -> _Cut | None:
+        if rank <= 1:
+            at = head.rfind("\n\n" if rank == 0 else "\n")
+            end, resume = at, at + 1
+            while resume < len(raw) and raw[resume] == "\n":
+                resume += 1
+        elif rank == 2:
+            match = _SENTENCE_END_REVERSED.search(head[::-1])
+            if match is None:
+                return None
+            at = len(head) - 1 - match.start()
+            end, resume = (at, _skip_spaces(raw, at)) if head[at].isspace() else (at + 1,) * 2
+        else:
+            end = max(head.rfind(" "), head.rfind("\t"))
+            resume = _skip_spaces(raw, max(end, 0))
+        if end <= 0 or not (snap[5] or head[:end].strip()):
+            return None  # nothing would be written before this cut
+        return _Cut(snap, (i, off + resume), i, off, off + end)
 
     def _choose(
         self, best: list[_Cut | None], regions: list[_Region], boundary: _Cut | None
     ) -> _Cut:
-        newline, best[2], best[3] = self._inside(regions)
-        if newline is not None and (best[1] is None or newline.resume > best[1].resume):
-            best[1] = newline
+        for rank, cut in enumerate(self._inside(regions)):
+            if cut is not None and (best[rank] is None or cut.resume > best[rank].resume):
+                best[rank] = cut
         half = self.limit // 2
         for cut in best:
             if cut is not None and self._cut_length(cut) >= half:

@@ -52,7 +52,7 @@ class DiscordMarkdown:
 
     def open(self, wrapper: Wrapper) -> str:
         if wrapper.kind is WrapKind.PRE:
-            return f"```{wrapper.lang}\n"
+            return f"```{wrapper.lang}\n" + ("> " if wrapper.quoted else "")
         if wrapper.kind is WrapKind.QUOTE:
             return "> "
         if wrapper.kind is WrapKind.CODE:
@@ -82,6 +82,10 @@ class DiscordMarkdown:
         return "\n\n" if rank == PARAGRAPH else "\n"
 
     def link(self, label: str, url: str, shown: str) -> str:
+        if url.startswith("mailto:"):  # Discord has no mail links; the address reads fine
+            address = shown.removeprefix("mailto:")
+            text = address if label in ("", address, shown) else f"{label} ({address})"
+            return self.text(text, code=False, line_start=False)
         target = re.sub(r"@(?=everyone|here)", "%40", url, flags=re.IGNORECASE)
         target = target.replace("(", "%28").replace(")", "%29")
         if label in ("", shown, url):

@@ -30,7 +30,9 @@ class PlainText:
         return "\n\n" if rank == PARAGRAPH else "\n"
 
     def link(self, label: str, url: str, shown: str) -> str:
-        return shown if label in ("", shown, url) else f"{label} ({shown})"
+        if label in ("", shown, url, shown.removeprefix("mailto:")):
+            return label or shown
+        return f"{label} ({shown})"
 
     def bullet(self, marker: str, depth: int) -> str:
         return f"{'   ' * depth}{marker} "

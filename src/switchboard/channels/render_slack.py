@@ -37,7 +37,8 @@ class SlackMrkdwn:
 
     def open(self, wrapper: Wrapper) -> str:
         if wrapper.kind is WrapKind.PRE:
-            return "```\n"  # Slack shows a language tag as code, so there is none
+            # Slack shows a language tag as code, so there is none
+            return "```\n> " if wrapper.quoted else "```\n"
         if wrapper.kind is WrapKind.QUOTE:
             return "> "
         if wrapper.kind is WrapKind.CODE and wrapper.ticks > 1:

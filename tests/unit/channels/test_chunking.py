@@ -150,3 +150,23 @@ def test_long_prose_reply_fills_messages():
     chunks = render_chunks(text, caps(Markup.TELEGRAM_HTML, 4096, "utf16"))
     assert all(2048 <= len(c.text) <= 4096 for c in chunks[:-1])
     assert "\n\n".join(c.plain for c in chunks) == text
+
+
+def test_code_block_cut_prefers_a_blank_line():
+    functions = [f"def step_{n}(value):\n    return value + {n}\n" for n in range(12)]
+    code = "\n".join(functions).rstrip("\n")
+    chunks = render_chunks(f"```python\n{code}\n```", caps(Markup.DISCORD_MARKDOWN, 200))
+    assert len(chunks) > 1
+    for chunk in chunks[:-1]:
+        assert chunk.text.endswith("\n```")
+        body = chunk.text.removeprefix("```python\n").removesuffix("\n```")
+        assert body.startswith("def ") and body.endswith(tuple(f"+ {n}" for n in range(12)))
+
+
+def test_quoted_code_block_keeps_quote_and_fence_on_both_sides_of_a_cut():
+    code = "\n".join(f"> x_{n} = {n}" for n in range(20))
+    chunks = render_chunks(f"> ```\n{code}\n> ```", caps(Markup.SLACK_MRKDWN, 80))
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.text.startswith("> ```\n") and chunk.text.endswith("\n> ```")
+        assert all(line.startswith("> ") for line in chunk.text.split("\n"))

@@ -53,6 +53,7 @@ block = st.one_of(
         lambda t: f"```{t[0]}\n" + "\n".join(t[1]) + "\n```"
     ),
 )
+block = block | block.map(lambda b: "> " + b.replace("\n", "\n> "))
 document = st.lists(st.tuples(block, st.sampled_from(["\n\n", "\n"])), min_size=1, max_size=8).map(
     lambda parts: "".join(b + sep for b, sep in parts)
 )

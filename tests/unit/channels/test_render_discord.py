@@ -78,3 +78,7 @@ def test_quotes_prefix_every_line():
 
 def test_inline_code_with_backtick_uses_double_delimiters():
     assert discord("``a`b``") == "`` a`b ``"
+
+
+def test_mail_links_show_the_address():
+    assert discord("<a@b.co> and [mail me](mailto:a@b.co)") == "a@b.co and mail me (a@b.co)"

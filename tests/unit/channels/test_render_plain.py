@@ -29,3 +29,8 @@ def test_blank_reply_gives_no_chunks(blank):
 def test_too_small_limit_is_refused():
     with pytest.raises(ValueError, match="max_len"):
         render_chunks("x", Capabilities(max_len=8, len_unit="chars", markup=Markup.PLAIN))
+
+
+def test_links_read_label_then_address():
+    (chunk,) = render_chunks("[docs](https://x.y/ü) <https://x.y> <a@b.co>", PLAIN)
+    assert chunk.text == "docs (https://x.y/ü) https://x.y a@b.co"
