@@ -4,7 +4,7 @@ The limit applies to the text as sent, so lengths are measured on rendered, esca
 platform's unit (`chars`, or `utf16` code units where an emoji counts 2). A message is filled
 greedily; when the next piece does not fit, the cut goes at the best place seen so far in this
 order: paragraph break, line break, sentence end, space, and only then anywhere (between pieces or
-mid-word, never inside a surrogate pair, an emoji sequence, an escape or a link). A better kind
+mid-word, but never inside an emoji sequence, an escape, a tag or a link). A better kind
 of place wins only if it keeps the message at least half full, so a heading early on does not
 become a message of its own.
 
@@ -51,6 +51,7 @@ def measure_fn(unit: str) -> Measure:
 
 
 def pack(pieces: Sequence[Piece], dialect: Dialect, limit: int, unit: str) -> list[Chunk]:
+    """`pieces` as messages of at most `limit` (in `unit`) once rendered by `dialect`."""
     if not pieces:
         return []
     measure = measure_fn(unit)
@@ -169,7 +170,7 @@ class _Packer:
         self.dialect = dialect
         self.limit = limit
         self.measure = measure
-        self._open_cost: dict[Frame, int] = {}
+        self._close_costs: dict[Frame, int] = {}
 
     def run(self) -> list[Chunk]:
         chunks: list[Chunk] = []
@@ -197,10 +198,10 @@ class _Packer:
     # -- lengths --------------------------------------------------------------------------
 
     def _close_cost(self, frame: Frame) -> int:
-        cost = self._open_cost.get(frame)
+        cost = self._close_costs.get(frame)
         if cost is None:
             cost = sum(self.measure(self.dialect.close(w)) for w in frame)
-            self._open_cost[frame] = cost
+            self._close_costs[frame] = cost
         return cost
 
     def _move_cost(self, current: Frame, frame: Frame) -> int:
