@@ -328,6 +328,8 @@ class Manager:
         if not (adapter.capabilities.can_edit and question.message_id):
             return
         chunks = render_chunks(f"{question.text}\n\n✅ {answer}", adapter.capabilities)
+        if not chunks:
+            return
         try:
             await adapter.edit(target, question.message_id, chunks[-1])
         except SwitchboardError as exc:
@@ -466,8 +468,8 @@ class Manager:
         if result.question is not None:
             sent = await self._ask(adapter, msg, target, thread_id, result.question)
         else:
-            text = result.reply_text.strip() or FALLBACK_REPLY
-            sent = await adapter.send(target, render_chunks(text, caps))
+            chunks = render_chunks(result.reply_text, caps) or render_chunks(FALLBACK_REPLY, caps)
+            sent = await adapter.send(target, chunks)
         metrics.MESSAGES_OUT.labels(platform=str(msg.platform)).inc(len(sent.message_ids))
         await self._s.threads.remember_messages(
             str(msg.platform), sent.chat_id, list(sent.message_ids), thread_id

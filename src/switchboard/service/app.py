@@ -17,7 +17,7 @@ from typing import Any
 import redis.asyncio as redis
 import structlog
 
-from switchboard.agent import AgentRuntime, build_model
+from switchboard.agent import AgentRuntime, build_model, tracing_from_env
 from switchboard.channels.access import AccessGate
 from switchboard.channels.base import Adapter
 from switchboard.channels.manager import Manager, ManagerConfig, ManagerStores
@@ -91,6 +91,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         warnings=PendingWarnings(client, keys=keys),
         system_prompt=settings.system_prompt,
         recursion_limit=settings.recursion_limit,
+        tracing=tracing_from_env(env_name=settings.env_name, model_spec=settings.model),
     )
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)
