@@ -177,6 +177,7 @@ async def test_redelivered_message_gets_one_reply(
     manager, _ = stack
     update = fake.say(fake.dm(ANN), ANN, "hello")
     fake.push({**update, "update_id": fake.next_update_id()})  # same message, new update id
+    await replies(fake, manager, ANN["id"], 1)
     fake.say(fake.dm(ANN), ANN, "echo after")
     texts = await replies(fake, manager, ANN["id"], 2)
     assert texts == [GREETING, "after"]
@@ -256,6 +257,7 @@ async def test_busy_thread_gets_a_reaction_and_typing_while_the_turn_runs(
     manager, _ = stack
     chat = fake.dm(ANN)
     fake.say(chat, ANN, "slow 1.5")
+    await wait_until(lambda: fake.calls_to("sendChatAction"))  # the turn is running
     waiting = fake.say(chat, ANN, "echo queued one")["message"]
     texts = await replies(fake, manager, ANN["id"], 2)
     assert texts == ["Done after 1.5 s.", "queued one"]
