@@ -264,7 +264,7 @@ class Manager:
             text = "Started a new conversation. Earlier messages here are forgotten."
             _log.info("thread.reset", thread_id=thread_id)
         elif command.name is CommandName.STOP:
-            thread_id = await threads.peek(conv)
+            thread_id = await self._existing_thread(msg, conv)
             stopped = False
             if thread_id is not None:
                 stopped = await locks.request_stop(thread_id)
@@ -274,13 +274,22 @@ class Manager:
                     stopped = True
             text = "Stopping the current answer." if stopped else "Nothing is running here."
         elif command.name is CommandName.STATUS:
-            text = await self._status_text(conv)
+            text = await self._status_text(await self._existing_thread(msg, conv))
         else:
             text = f"Unknown command {command.raw.split()[0]!r}.\n\n{HELP_TEXT}"
         await self._send_text(adapter, msg.target, text)
 
-    async def _status_text(self, conv: str) -> str:
-        thread_id = await self._s.threads.peek(conv)
+    async def _existing_thread(self, msg: InboundMessage, conv: str) -> str | None:
+        """The thread a command is about: a reply to the bot names its chain's thread."""
+        if msg.reply_to_id and not msg.is_dm:
+            found = await self._s.threads.thread_for_message(
+                str(msg.platform), msg.chat_id, msg.reply_to_id
+            )
+            if found is not None:
+                return found
+        return await self._s.threads.peek(conv)
+
+    async def _status_text(self, thread_id: str | None) -> str:
         if thread_id is None:
             return f"No conversation yet here.\nModel: {self._config.model_name}"
         busy = await self._s.locks.is_locked(thread_id)

@@ -279,3 +279,26 @@ async def test_blank_message_gets_a_text_only_notice(make_manager, text: str) ->
     await manager.deliver(dm(text))
     await manager.idle()
     assert adapter.texts() == ["I can only read text for now."]
+
+
+async def test_status_as_a_reply_in_a_group_chain_reports_that_chains_thread(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(in_channel("slow 0.5", anchor="300.1", user="U1", name="alice"))
+    await wait_until(lambda: adapter.typing_count == 1)
+    await manager.idle()
+    bot_reply_id = adapter.sent[-1].message_id
+    status = InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id="C1",
+        sender_id="U1",
+        sender_name="alice",
+        text="/status",
+        provider_message_id="m-status",
+        reply_to_id=bot_reply_id,
+        reply_to_bot=True,
+        thread_anchor="999.9",
+    )
+    await manager.deliver(status)
+    await manager.idle()
+    assert adapter.texts()[-1].startswith("Thread: ")
