@@ -88,11 +88,13 @@ async def test_concurrent_first_messages_share_one_thread(make_manager, redis, k
     await manager.idle()
     thread_id = await ThreadMap(redis, keys=keys).peek("slack:T1:D9")
     assert thread_id is not None
-    # both messages were answered (one as a follow-up), and both live in the one thread
-    assert len(adapter.sent) == 2
+    # both messages were answered (the loser of the lock race queued, then answered in a
+    # follow-up or merged into the winner's turn), and both live in the one thread
+    answered = "\n".join(adapter.texts())
+    assert "a" in answered.split() and "b" in answered.split(), answered
     await manager.deliver(dm("recall", chat="D9"))
     await manager.idle()
-    assert adapter.texts()[-1] in ("You first said: echo a", "You first said: echo b")
+    assert adapter.texts()[-1].startswith("You first said: echo ")
 
 
 async def test_busy_thread_queues_acknowledges_and_answers_in_one_follow_up(make_manager) -> None:
