@@ -49,7 +49,6 @@ __all__ = ["Manager", "ManagerConfig", "ManagerStores", "TurnRunner"]
 
 _log = structlog.get_logger(__name__)
 
-MAX_FOLLOW_UPS = 5  # bound on back-to-back follow-up turns for one lock hold
 
 _USER_MESSAGES = {
     "agent": "The AI model couldn't answer just now.",
@@ -344,17 +343,15 @@ class Manager:
         except SwitchboardError as exc:
             _log.warning("question.edit_failed", category=exc.category)
 
-    async def _typed_answer(
-        self, thread_id: str, text: str
-    ) -> tuple[_Work, PendingQuestion | None]:
+    @staticmethod
+    def _answer_or_text(text: str, taken: PendingQuestion | None) -> _Work:
         """A typed message while a question is open answers it; a number picks an option."""
-        taken = await self._s.questions.consume(thread_id)
         if taken is None:
-            return _Work(text), None
+            return _Work(text)
         match = _NUMBER.match(text)
         if match and taken.options and 1 <= int(match.group(1)) <= len(taken.options):
             text = taken.options[int(match.group(1)) - 1]
-        return _Work(text, resume=True), taken
+        return _Work(text, resume=True)
 
     # -- the locked turn ----------------------------------------------------------------------
 
@@ -366,47 +363,59 @@ class Manager:
         if lock is None:
             await self._busy(adapter, msg, thread_id, work)
             return
-        target = msg.target
+        released = False
         try:
             if not work.resume:
-                queued = await self._s.pending.drain(thread_id)
-                if queued:
-                    _log.info("message.picked_up_orphans", count=len(queued))
-                    mine = PendingMessage(
-                        msg.sender_id, msg.sender_name, work.text, msg.provider_message_id
-                    )
-                    work = _Work(_join_queued([*queued, mine], shared=not msg.is_dm))
-                work, taken = await self._typed_answer(thread_id, work.text)
-                if taken is not None:
-                    await self._show_answer(adapter, target, taken, work.text)
-            await self._turns(adapter, msg, thread_id, lock, work)
+                work = await self._first_work(adapter, msg, thread_id, work)
+            released = await self._turns(adapter, msg, thread_id, lock, work)
         finally:
-            with contextlib.suppress(SwitchboardError):
-                await locks.release(lock)
-        await self._pick_up_leftovers(adapter, msg, thread_id)
+            if not released:
+                with contextlib.suppress(SwitchboardError):
+                    await locks.release(lock)
+        if not released:
+            await self._pick_up_leftovers(adapter, msg, thread_id)
+
+    async def _first_work(
+        self, adapter: Adapter, msg: InboundMessage, thread_id: str, work: _Work
+    ) -> _Work:
+        """Fold in messages a crashed holder left queued (older, so first) and route the text to
+        an open question; both reads go out together."""
+        queued, taken = await asyncio.gather(
+            self._s.pending.drain(thread_id), self._s.questions.consume(thread_id)
+        )
+        text = work.text
+        if queued:
+            _log.info("message.picked_up_orphans", count=len(queued))
+            mine = PendingMessage(msg.sender_id, msg.sender_name, text, msg.provider_message_id)
+            text = _join_queued([*queued, mine], shared=not msg.is_dm)
+        work = self._answer_or_text(text, taken)
+        if taken is not None:
+            await self._show_answer(adapter, msg.target, taken, work.text)
+        return work
 
     async def _turns(
         self, adapter: Adapter, msg: InboundMessage, thread_id: str, lock: Lock, work: _Work
-    ) -> None:
-        """The turn for `work`, then one follow-up turn per batch of messages queued meanwhile."""
+    ) -> bool:
+        """The turn for `work`, then one follow-up turn per batch of messages queued meanwhile.
+        True once the lock was released with an empty queue (the normal end)."""
         context = _context(msg)
         target = msg.target
-        for _ in range(MAX_FOLLOW_UPS + 1):
+        while True:
             await self._one_turn(adapter, msg, target, thread_id, lock, work, context)
-            queued = await self._s.pending.drain(thread_id)
-            if not queued:
-                return
+            queued, released = await self._s.pending.drain_or_release(thread_id, lock.token)
+            if released:
+                return True
+            if not queued:  # only corrupt entries were queued; the caller releases the lock
+                return False
             _log.info("message.follow_up", count=len(queued))
-            work, taken = await self._typed_answer(
-                thread_id, _join_queued(queued, shared=not msg.is_dm)
-            )
+            taken = await self._s.questions.consume(thread_id)
+            work = self._answer_or_text(_join_queued(queued, shared=not msg.is_dm), taken)
             if taken is not None and len(queued) == 1:
                 await self._show_answer(adapter, target, taken, work.text)
-            target = replace(target, reply_to_id=queued[-1].message_id or target.reply_to_id)
-            context = replace(
-                context, user_id=queued[-1].sender_id, user_name=queued[-1].sender_name
-            )
-            msg = replace(msg, sender_id=queued[-1].sender_id, sender_name=queued[-1].sender_name)
+            last = queued[-1]
+            target = replace(target, reply_to_id=last.message_id or target.reply_to_id)
+            context = replace(context, user_id=last.sender_id, user_name=last.sender_name)
+            msg = replace(msg, sender_id=last.sender_id, sender_name=last.sender_name)
 
     async def _one_turn(
         self,
@@ -543,6 +552,7 @@ class Manager:
         lock = await self._s.locks.acquire(thread_id)
         if lock is None:
             return
+        released = False
         try:
             queued = await self._s.pending.drain(thread_id)
             if queued:
@@ -553,13 +563,13 @@ class Manager:
                     sender_name=last.sender_name,
                     provider_message_id=last.message_id or msg.provider_message_id,
                 )
-                work, _ = await self._typed_answer(
-                    thread_id, _join_queued(queued, shared=not msg.is_dm)
-                )
-                await self._turns(adapter, follow, thread_id, lock, work)
+                taken = await self._s.questions.consume(thread_id)
+                work = self._answer_or_text(_join_queued(queued, shared=not msg.is_dm), taken)
+                released = await self._turns(adapter, follow, thread_id, lock, work)
         finally:
-            with contextlib.suppress(SwitchboardError):
-                await self._s.locks.release(lock)
+            if not released:
+                with contextlib.suppress(SwitchboardError):
+                    await self._s.locks.release(lock)
 
     # -- output helpers ---------------------------------------------------------------------
 

@@ -36,6 +36,18 @@ local items = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 return items
 """
+# End of a turn: take what queued meanwhile, or release the lock in the same step when nothing did.
+# A sender that fails to get the lock pushes and then retries the lock, so with this one script its
+# message is either drained here or finds the lock free: never stranded.
+_DRAIN_OR_RELEASE = """
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+if #items > 0 then
+  redis.call('DEL', KEYS[1])
+  return {0, items}
+end
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return {1, items}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,7 @@ class PendingQueue:
         self._ttl = ttl_s
         self._push = client.register_script(_PUSH)
         self._drain = client.register_script(_DRAIN)
+        self._drain_or_release = client.register_script(_DRAIN_OR_RELEASE)
 
     async def push(self, thread_id: str, message: PendingMessage) -> int:
         """Queue one message; returns the queue length after trimming to the cap."""
@@ -81,6 +94,22 @@ class PendingQueue:
             raw_items = await self._drain(keys=[self._keys.pending(thread_id)])
         except RedisError as exc:
             raise StorageError(f"pending drain failed: {exc.__class__.__name__}") from None
+        return self._parse(thread_id, raw_items)
+
+    async def drain_or_release(
+        self, thread_id: str, lock_token: str
+    ) -> tuple[list[PendingMessage], bool]:
+        """(queued messages, False) with the lock still held, or ([], True) when nothing was
+        queued: the turn is over and the lock is released (if it was still ours)."""
+        try:
+            released, raw_items = await self._drain_or_release(
+                keys=[self._keys.pending(thread_id), self._keys.lock(thread_id)], args=[lock_token]
+            )
+        except RedisError as exc:
+            raise StorageError(f"pending drain failed: {exc.__class__.__name__}") from None
+        return self._parse(thread_id, raw_items), bool(released)
+
+    def _parse(self, thread_id: str, raw_items: list[bytes]) -> list[PendingMessage]:
         out: list[PendingMessage] = []
         for raw in raw_items:
             try:
