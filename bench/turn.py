@@ -14,6 +14,7 @@ Run: `.venv/bin/python bench/turn.py [messages]`.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -28,6 +29,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from tests.fakes.recording_adapter import RecordingAdapter
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
 from switchboard.agent.demo import DemoChatModel
 from switchboard.agent.tools import builtin_tools
@@ -38,16 +40,17 @@ from switchboard.service.settings import Settings
 from switchboard.storage import connect
 
 TEXTS = ["hello", "what time is it", "echo **bold** and `code`", "tell me more about it"]
+CONVERSATIONS = 20  # messages rotate over this many conversations, as in a busy workspace
 
 
 async def bare(n: int) -> tuple[list[float], list[float]]:
     agent = create_agent(
         model=DemoChatModel(), tools=list(builtin_tools()), checkpointer=InMemorySaver()
     )
-    thread = uuid.uuid4().hex
+    threads = [uuid.uuid4().hex for _ in range(CONVERSATIONS)]
     walls, cpus = [], []
     for i in range(n):
-        config = {"configurable": {"thread_id": thread}}
+        config = {"configurable": {"thread_id": threads[i % CONVERSATIONS]}}
         w0, c0 = time.perf_counter(), time.process_time()
         await agent.ainvoke({"messages": [HumanMessage(TEXTS[i % len(TEXTS)])]}, config)
         walls.append(time.perf_counter() - w0)
@@ -71,7 +74,7 @@ async def switchboard(n: int, redis_url: str) -> tuple[list[float], list[float]]
             msg = InboundMessage(
                 platform=Platform.TELEGRAM,
                 workspace_id="",
-                chat_id="42",
+                chat_id=str(1000 + i % CONVERSATIONS),
                 sender_id="7",
                 sender_name="bench",
                 text=TEXTS[i % len(TEXTS)],
@@ -85,6 +88,57 @@ async def switchboard(n: int, redis_url: str) -> tuple[list[float], list[float]]
             cpus.append(time.process_time() - c0)
         assert len(adapter.sent) >= n, "every message must be answered"
     await client.aclose()
+    return walls, cpus
+
+
+async def telegram_webhook(n: int, redis_url: str) -> tuple[list[float], list[float]]:
+    """The same turns entering as Telegram webhook updates: the real aiogram adapter parses them
+    and sends replies over HTTP to a fake Bot API server (whose CPU is counted too, so this row
+    is an upper bound). One user per message, so Telegram's per-chat pacing never waits."""
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from switchboard.channels.telegram import WEBHOOK_SECRET_HEADER, TelegramAdapter
+
+    fake = FakeTelegram()
+    await fake.start()
+    client = connect(redis_url)
+    settings = Settings(
+        _env_file=None,
+        access="open",
+        redis_prefix=f"bench{uuid.uuid4().hex[:6]}:",
+        rate_limit_per_minute=1_000_000,
+    )  # type: ignore[call-arg]
+    walls, cpus = [], []
+    async with build_core(settings, client) as core:
+        adapter = TelegramAdapter(
+            token=TOKEN,
+            deliver=core.manager.deliver,
+            api_base=fake.base_url,
+            mode="webhook",
+            webhook_url="https://bench.example/telegram/webhook",
+            webhook_secret="bench-secret",
+        )
+        core.manager.register(adapter)
+        await adapter.start()
+        app = Starlette(routes=[Route("/hook", adapter.handle_webhook, methods=["POST"])])
+        headers = {"content-type": "application/json", WEBHOOK_SECRET_HEADER: "bench-secret"}
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://b"
+        ) as http:
+            for i in range(n):
+                user = FakeTelegram.user(10_000 + i, "Bench")
+                body = json.dumps(fake.say(fake.dm(user), user, TEXTS[i % len(TEXTS)], push=False))
+                w0, c0 = time.perf_counter(), time.process_time()
+                await http.post("/hook", content=body, headers=headers)
+                await core.manager.idle()
+                walls.append(time.perf_counter() - w0)
+                cpus.append(time.process_time() - c0)
+        await adapter.stop()
+        assert len(fake.calls_to("sendMessage")) >= n, "every update must be answered"
+    await client.aclose()
+    await fake.stop()
     return walls, cpus
 
 
@@ -111,13 +165,19 @@ async def main() -> None:
         await switchboard(20, url)
         bw, bc = await bare(n)
         sw, sc = await switchboard(n, url)
+        await telegram_webhook(20, url)
+        tw, tc = await telegram_webhook(n, url)
     finally:
         if server is not None:
             server.stop()
     print(f"messages per side: {n} (after 20 warm-up), Redis at {url}")
     b_wall, b_cpu = _row("bare create_agent", bw, bc)
     s_wall, s_cpu = _row("switchboard (update->reply)", sw, sc)
+    t_wall, t_cpu = _row("telegram webhook->sendMessage", tw, tc)
     print(f"ratio wall {s_wall / b_wall:.2f}x   ratio cpu {s_cpu / b_cpu:.2f}x   (target <= 2.00x)")
+    print(
+        f"telegram ratio wall {t_wall / b_wall:.2f}x   cpu {t_cpu / b_cpu:.2f}x   (incl. fake server)"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ Clarifications:
   up front (which would double the checkpoint loading of every turn).
 
 Because the interrupt lives in the checkpoint, a resume works in any process, after a restart too.
+
+Durability is "exit": a turn's state is written once, when the run ends (finished, interrupted
+for a question, or failed), instead of after every step. A chat turn is the unit users see; a
+worker that dies mid-turn leaves the thread exactly as the previous turn left it (no half-run with
+a dangling tool call), and a turn costs one checkpoint write instead of one per step.
 """
 
 from __future__ import annotations
@@ -135,7 +140,7 @@ class AgentRuntime:
         # Clearing other runs' warnings touches only their keys, so it overlaps the run.
         clearing = asyncio.ensure_future(self._loops.start_run(thread_id, run_id))
         try:
-            output = await self._graph.ainvoke(payload, config)
+            output = await self._graph.ainvoke(payload, config, durability="exit")
         except SwitchboardError:
             raise
         except GraphRecursionError as exc:

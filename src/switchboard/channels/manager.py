@@ -154,7 +154,9 @@ class Manager:
             return
         metrics.MESSAGES_IN.labels(platform=str(msg.platform)).inc()
         try:
-            if not await self._s.dedupe.claim_all(str(msg.platform), list(msg.dedupe_ids)):
+            if not await self._s.dedupe.claim_all(
+                str(msg.platform), list(msg.dedupe_ids), scope=msg.chat_id
+            ):
                 metrics.DEDUPE_HITS.labels(platform=str(msg.platform)).inc()
                 _log.info("message.deduped")
                 return

@@ -17,11 +17,23 @@ __all__ = ["DEDUPE_TTL_S", "Dedupe"]
 DEDUPE_TTL_S = 24 * 3600  # Telegram keeps undelivered updates for 24 h; the longest retry window.
 
 
+_CLAIM_SCOPED = """
+for _, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('SET', key, '1', 'EX', ARGV[1])
+end
+return 1
+"""
+
+
 class Dedupe:
     def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = DEDUPE_TTL_S) -> None:
         self._r = client
         self._keys = keys
         self._ttl = ttl_s
+        self._claim_scoped = client.register_script(_CLAIM_SCOPED)
 
     async def claim(self, platform: str, provider_id: str) -> bool:
         """True for the first claim of this id; False for every later one within the TTL."""
@@ -34,14 +46,25 @@ class Dedupe:
         except RedisError as exc:
             raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
 
-    async def claim_all(self, platform: str, provider_ids: list[str]) -> bool:
+    async def claim_all(self, platform: str, provider_ids: list[str], *, scope: str = "") -> bool:
         """Claim several ids for one event (e.g. update id and chat+message id).
 
-        The event is new only if every id is new; ids already claimed stay claimed. Ids are
-        claimed one at a time in sorted order, stopping at the first one already taken: two
-        deliveries sharing ids then always agree on exactly one winner, where claiming all at once
-        could let each take one id and both lose. A repeated id counts once.
+        The event is new only if every id is new. With a `scope` (the chat the message is in) the
+        ids share a hash slot and one script claims all or none: one round trip, and concurrent
+        deliveries sharing any id agree on exactly one winner. Without a scope, ids are claimed
+        one at a time in sorted order, stopping at the first one already taken, which gives the
+        same guarantee across slots. A repeated id counts once.
         """
+        if scope:
+            unique = sorted(set(provider_ids))
+            try:
+                won = await self._claim_scoped(
+                    keys=[self._keys.dedupe(platform, pid, scope) for pid in unique],
+                    args=[self._ttl],
+                )
+            except RedisError as exc:
+                raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
+            return bool(won)
         try:
             for pid in sorted(set(provider_ids)):
                 if not await self._r.set(

@@ -6,6 +6,7 @@ slot and a Lua script may touch several of them at once.
 | key                                          | type   | TTL                        | owner            |
 |----------------------------------------------|--------|----------------------------|------------------|
 | `sb:dedupe:<platform>:<provider_id>`         | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
+| `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py         |
@@ -50,7 +51,10 @@ __all__ = ["Keys"]
 class Keys:
     prefix: str = "sb:"
 
-    def dedupe(self, platform: str, provider_id: str) -> str:
+    def dedupe(self, platform: str, provider_id: str, scope: str = "") -> str:
+        """With a scope (the chat), every id of one message shares a slot: claimed in one script."""
+        if scope:
+            return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
         return f"{self.prefix}dedupe:{platform}:{provider_id}"
 
     def conversation(self, conversation_key: str) -> str:

@@ -88,3 +88,26 @@ async def test_claims_expire_after_about_a_day(redis: aioredis.Redis, keys: Keys
 async def test_custom_ttl_is_applied(redis: aioredis.Redis, keys: Keys) -> None:
     await Dedupe(redis, keys=keys, ttl_s=120).claim("tg", "short")
     assert 60 <= await redis.ttl(keys.dedupe("tg", "short")) <= 120
+
+
+async def test_scoped_claims_of_overlapping_ids_have_exactly_one_winner(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    dedupe = Dedupe(redis, keys=keys)
+    await warm_pool(redis, 20)
+    # twin deliveries of one message: the same chat+ts, each with its own event id
+    results = await asyncio.gather(
+        *(dedupe.claim_all("slack", ["C1:1.0", f"Ev{i}"], scope="C1") for i in range(20))
+    )
+    assert results.count(True) == 1
+    losers = [f"Ev{i}" for i, won in enumerate(results) if not won]
+    for event_id in losers:  # all-or-nothing: a loser claimed none of its ids
+        assert not await redis.exists(keys.dedupe("slack", event_id, "C1"))
+
+
+async def test_scoped_claim_sets_every_id_with_the_ttl(redis: aioredis.Redis, keys: Keys) -> None:
+    dedupe = Dedupe(redis, keys=keys)
+    assert await dedupe.claim_all("tg", ["42:7", "u1001", "u1001"], scope="42")
+    for pid in ("42:7", "u1001"):
+        assert 23 * 3600 < await redis.ttl(keys.dedupe("tg", pid, "42")) <= 24 * 3600
+    assert not await dedupe.claim_all("tg", ["u1001", "42:8"], scope="42")
