@@ -370,6 +370,9 @@ class DiscordAdapter:
             async with translated("typing"):
                 await typing.__aenter__()
             entered = True
+            # discord.py's refresh loop is a task of its own; `stop()` must end it too
+            self._tasks.add(typing.task)
+            typing.task.add_done_callback(self._tasks.discard)
         except PlatformError as exc:
             _log.warning("discord.typing_failed", code=exc.code)
         try:
