@@ -73,7 +73,10 @@ class AgentRuntime:
         tracing: TracingConfig | None = None,
         extra_tools: Sequence[BaseTool] = (),
         loop_policy: LoopPolicy | None = None,
+        clear_stale_warnings: bool = True,
     ) -> None:
+        """`clear_stale_warnings=False` when every turn is started through a caller that already
+        drops earlier runs' warnings with the thread lock (the manager's `TurnGate.begin`)."""
         self._loops = LoopDetectionMiddleware(warnings, policy=loop_policy)
         graph: Any = create_agent(
             model,
@@ -87,6 +90,7 @@ class AgentRuntime:
         self._graph = graph
         self._recursion_limit = recursion_limit
         self._tracing = tracing
+        self._clear_stale = clear_stale_warnings
 
     @property
     def graph(self) -> Any:
@@ -138,7 +142,9 @@ class AgentRuntime:
         config = self._config(thread_id, run_id, context)
         started = time.perf_counter()
         # Clearing other runs' warnings touches only their keys, so it overlaps the run.
-        clearing = asyncio.ensure_future(self._loops.start_run(thread_id, run_id))
+        clearing = asyncio.ensure_future(
+            self._loops.start_run(thread_id, run_id, clear_others=self._clear_stale)
+        )
         try:
             output = await self._graph.ainvoke(payload, config, durability="exit")
         except SwitchboardError:

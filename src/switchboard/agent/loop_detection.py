@@ -262,10 +262,12 @@ class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # -- run lifecycle (called by the runtime) ----------------------------------------------
 
-    async def start_run(self, thread_id: str, run_id: str) -> None:
-        """Warnings left by other runs of the thread (crashed, stopped) must never leak in."""
+    async def start_run(self, thread_id: str, run_id: str, *, clear_others: bool = True) -> None:
+        """Warnings left by other runs of the thread (crashed, stopped) must never leak in;
+        `clear_others=False` when the caller already cleared them atomically with its lock."""
         self._loop = asyncio.get_running_loop()
-        await self._warnings.clear_other_runs(thread_id, run_id)
+        if clear_others:
+            await self._warnings.clear_other_runs(thread_id, run_id)
 
     async def finish_run(self, thread_id: str, run_id: str) -> None:
         """Forget the run; clear its queued warnings (only this run can have queued any)."""

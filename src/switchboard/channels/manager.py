@@ -40,6 +40,7 @@ from switchboard.storage import (
     RateLimiter,
     ThreadLocks,
     ThreadMap,
+    TurnGate,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class ManagerStores:
     pending: PendingQueue
     questions: PendingQuestions
     rate: RateLimiter
+    turns: TurnGate
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,55 +362,53 @@ class Manager:
     async def _run_locked(
         self, adapter: Adapter, msg: InboundMessage, thread_id: str, work: _Work
     ) -> None:
-        locks = self._s.locks
-        lock = await locks.acquire(thread_id)
-        if lock is None:
+        start = await self._s.turns.begin(thread_id, take_question=not work.resume)
+        if start is None:
             await self._busy(adapter, msg, thread_id, work)
             return
+        lock, carry = start.lock, start.queued
+        if not work.resume:
+            text = work.text
+            if carry:  # a holder died with these queued; they are older, so they go first
+                _log.info("message.picked_up_orphans", count=len(carry))
+                mine = PendingMessage(msg.sender_id, msg.sender_name, text, msg.provider_message_id)
+                text = _join_queued([*carry, mine], shared=not msg.is_dm)
+                carry = []
+            work = self._answer_or_text(text, start.question)
+            if start.question is not None:
+                await self._show_answer(adapter, msg.target, start.question, work.text)
         released = False
         try:
-            if not work.resume:
-                work = await self._first_work(adapter, msg, thread_id, work)
-            released = await self._turns(adapter, msg, thread_id, lock, work)
+            released = await self._turns(adapter, msg, thread_id, lock, work, carry)
         finally:
             if not released:
                 with contextlib.suppress(SwitchboardError):
-                    await locks.release(lock)
+                    await self._s.locks.release(lock)
         if not released:
             await self._pick_up_leftovers(adapter, msg, thread_id)
 
-    async def _first_work(
-        self, adapter: Adapter, msg: InboundMessage, thread_id: str, work: _Work
-    ) -> _Work:
-        """Fold in messages a crashed holder left queued (older, so first) and route the text to
-        an open question; both reads go out together."""
-        queued, taken = await asyncio.gather(
-            self._s.pending.drain(thread_id), self._s.questions.consume(thread_id)
-        )
-        text = work.text
-        if queued:
-            _log.info("message.picked_up_orphans", count=len(queued))
-            mine = PendingMessage(msg.sender_id, msg.sender_name, text, msg.provider_message_id)
-            text = _join_queued([*queued, mine], shared=not msg.is_dm)
-        work = self._answer_or_text(text, taken)
-        if taken is not None:
-            await self._show_answer(adapter, msg.target, taken, work.text)
-        return work
-
     async def _turns(
-        self, adapter: Adapter, msg: InboundMessage, thread_id: str, lock: Lock, work: _Work
+        self,
+        adapter: Adapter,
+        msg: InboundMessage,
+        thread_id: str,
+        lock: Lock,
+        work: _Work,
+        carry: list[PendingMessage] | None = None,
     ) -> bool:
         """The turn for `work`, then one follow-up turn per batch of messages queued meanwhile.
         True once the lock was released with an empty queue (the normal end)."""
         context = _context(msg)
         target = msg.target
+        queued = list(carry or [])
         while True:
             await self._one_turn(adapter, msg, target, thread_id, lock, work, context)
-            queued, released = await self._s.pending.drain_or_release(thread_id, lock.token)
-            if released:
-                return True
-            if not queued:  # only corrupt entries were queued; the caller releases the lock
-                return False
+            if not queued:
+                queued, released = await self._s.turns.end(lock)
+                if released:
+                    return True
+                if not queued:  # only corrupt entries were queued; the caller releases the lock
+                    return False
             _log.info("message.follow_up", count=len(queued))
             taken = await self._s.questions.consume(thread_id)
             work = self._answer_or_text(_join_queued(queued, shared=not msg.is_dm), taken)
@@ -418,6 +418,7 @@ class Manager:
             target = replace(target, reply_to_id=last.message_id or target.reply_to_id)
             context = replace(context, user_id=last.sender_id, user_name=last.sender_name)
             msg = replace(msg, sender_id=last.sender_id, sender_name=last.sender_name)
+            queued = []
 
     async def _one_turn(
         self,
@@ -547,31 +548,34 @@ class Manager:
     async def _pick_up_leftovers(
         self, adapter: Adapter, msg: InboundMessage, thread_id: str
     ) -> None:
-        """Close the race where a turn ended between our failed acquire and our push: if the
-        queue is non-empty and the lock is free, run the follow-up ourselves."""
+        """Close the race where a turn ended between our failed lock attempt and our push: if
+        the queue is non-empty and the lock is free, run the follow-up ourselves."""
         if await self._s.pending.length(thread_id) == 0:
             return
-        lock = await self._s.locks.acquire(thread_id)
-        if lock is None:
+        start = await self._s.turns.begin(thread_id, take_question=False)
+        if start is None:
             return
+        if not start.queued:
+            _, released = await self._s.turns.end(start.lock)
+            if not released:
+                await self._s.locks.release(start.lock)
+            return
+        last = start.queued[-1]
+        follow = replace(
+            msg,
+            sender_id=last.sender_id,
+            sender_name=last.sender_name,
+            provider_message_id=last.message_id or msg.provider_message_id,
+        )
         released = False
         try:
-            queued = await self._s.pending.drain(thread_id)
-            if queued:
-                last = queued[-1]
-                follow = replace(
-                    msg,
-                    sender_id=last.sender_id,
-                    sender_name=last.sender_name,
-                    provider_message_id=last.message_id or msg.provider_message_id,
-                )
-                taken = await self._s.questions.consume(thread_id)
-                work = self._answer_or_text(_join_queued(queued, shared=not msg.is_dm), taken)
-                released = await self._turns(adapter, follow, thread_id, lock, work)
+            taken = await self._s.questions.consume(thread_id)
+            work = self._answer_or_text(_join_queued(start.queued, shared=not msg.is_dm), taken)
+            released = await self._turns(adapter, follow, thread_id, start.lock, work)
         finally:
             if not released:
                 with contextlib.suppress(SwitchboardError):
-                    await self._s.locks.release(lock)
+                    await self._s.locks.release(start.lock)
 
     # -- output helpers ---------------------------------------------------------------------
 

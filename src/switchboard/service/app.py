@@ -33,6 +33,7 @@ from switchboard.storage import (
     RedisCheckpointSaver,
     ThreadLocks,
     ThreadMap,
+    TurnGate,
     open_redis,
 )
 from switchboard.storage.accounts import Accounts
@@ -73,6 +74,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         pending=PendingQueue(client, keys=keys),
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
+        turns=TurnGate(client, keys=keys),
     )
     checkpointer = RedisCheckpointSaver(
         client,
@@ -92,6 +94,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         system_prompt=settings.system_prompt,
         recursion_limit=settings.recursion_limit,
         tracing=tracing_from_env(env_name=settings.env_name, model_spec=settings.model),
+        clear_stale_warnings=False,  # TurnGate.begin drops them with the thread lock
     )
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)

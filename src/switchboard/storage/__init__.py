@@ -36,6 +36,7 @@ from switchboard.storage.pending import PENDING_CAP, PendingMessage, PendingQueu
 from switchboard.storage.questions import PendingQuestion, PendingQuestions
 from switchboard.storage.ratelimit import RateDecision, RateLimiter
 from switchboard.storage.thread_map import THREAD_TTL_S, ThreadMap
+from switchboard.storage.turns import TurnGate, TurnStart
 from switchboard.storage.warnings import PendingWarnings
 
 __all__ = [
@@ -77,6 +78,8 @@ __all__ = [
     "TokenGone",
     "TokenNotFound",
     "TokenState",
+    "TurnGate",
+    "TurnStart",
     "UnlinkResult",
     "UnlinkStatus",
     "WrongTokenKind",

@@ -9,7 +9,7 @@ slot and a Lua script may touch several of them at once.
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
-| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py         |
+| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, turns.py |
 | `sb:{<thread_id>}:stop`                      | string | 10 min (STOP_TTL_S)        | locks.py         |
 | `sb:{<thread_id>}:pending`                   | list   | 1 h, refreshed on push     | pending.py       |
 | `sb:{<thread_id>}:warn:<run_id>`             | list   | 1 h backstop               | warnings.py      |

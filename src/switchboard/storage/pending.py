@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 from switchboard.errors import StorageError
 from switchboard.storage.keys import Keys
 
-__all__ = ["PENDING_CAP", "PENDING_TTL_S", "PendingMessage", "PendingQueue"]
+__all__ = ["PENDING_CAP", "PENDING_TTL_S", "PendingMessage", "PendingQueue", "parse_pending"]
 
 PENDING_CAP = 10
 PENDING_TTL_S = 3600  # Long enough to outlive a slow turn plus a crashed worker's lock TTL.
@@ -35,18 +35,6 @@ _DRAIN = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 return items
-"""
-# End of a turn: take what queued meanwhile, or release the lock in the same step when nothing did.
-# A sender that fails to get the lock pushes and then retries the lock, so with this one script its
-# message is either drained here or finds the lock free: never stranded.
-_DRAIN_OR_RELEASE = """
-local items = redis.call('LRANGE', KEYS[1], 0, -1)
-if #items > 0 then
-  redis.call('DEL', KEYS[1])
-  return {0, items}
-end
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
-return {1, items}
 """
 
 
@@ -74,7 +62,6 @@ class PendingQueue:
         self._ttl = ttl_s
         self._push = client.register_script(_PUSH)
         self._drain = client.register_script(_DRAIN)
-        self._drain_or_release = client.register_script(_DRAIN_OR_RELEASE)
 
     async def push(self, thread_id: str, message: PendingMessage) -> int:
         """Queue one message; returns the queue length after trimming to the cap."""
@@ -94,41 +81,30 @@ class PendingQueue:
             raw_items = await self._drain(keys=[self._keys.pending(thread_id)])
         except RedisError as exc:
             raise StorageError(f"pending drain failed: {exc.__class__.__name__}") from None
-        return self._parse(thread_id, raw_items)
-
-    async def drain_or_release(
-        self, thread_id: str, lock_token: str
-    ) -> tuple[list[PendingMessage], bool]:
-        """(queued messages, False) with the lock still held, or ([], True) when nothing was
-        queued: the turn is over and the lock is released (if it was still ours)."""
-        try:
-            released, raw_items = await self._drain_or_release(
-                keys=[self._keys.pending(thread_id), self._keys.lock(thread_id)], args=[lock_token]
-            )
-        except RedisError as exc:
-            raise StorageError(f"pending drain failed: {exc.__class__.__name__}") from None
-        return self._parse(thread_id, raw_items), bool(released)
-
-    def _parse(self, thread_id: str, raw_items: list[bytes]) -> list[PendingMessage]:
-        out: list[PendingMessage] = []
-        for raw in raw_items:
-            try:
-                data = json.loads(raw)
-                out.append(
-                    PendingMessage(
-                        sender_id=str(data["sender_id"]),
-                        sender_name=str(data.get("sender_name", "")),
-                        text=str(data["text"]),
-                        message_id=str(data.get("message_id", "")),
-                        at=float(data.get("at", 0.0)),
-                    )
-                )
-            except (ValueError, KeyError, TypeError):
-                _log.warning("pending.corrupt_skipped", thread_id=thread_id, size=len(raw))
-        return out
+        return parse_pending(thread_id, raw_items)
 
     async def length(self, thread_id: str) -> int:
         try:
             return int(await self._r.llen(self._keys.pending(thread_id)))
         except RedisError as exc:
             raise StorageError(f"pending length failed: {exc.__class__.__name__}") from None
+
+
+def parse_pending(thread_id: str, raw_items: list[bytes]) -> list[PendingMessage]:
+    """Queue entries as messages, oldest first; corrupt entries are skipped and logged."""
+    out: list[PendingMessage] = []
+    for raw in raw_items:
+        try:
+            data = json.loads(raw)
+            out.append(
+                PendingMessage(
+                    sender_id=str(data["sender_id"]),
+                    sender_name=str(data.get("sender_name", "")),
+                    text=str(data["text"]),
+                    message_id=str(data.get("message_id", "")),
+                    at=float(data.get("at", 0.0)),
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            _log.warning("pending.corrupt_skipped", thread_id=thread_id, size=len(raw))
+    return out

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from switchboard.errors import StorageError
 from switchboard.storage.keys import Keys
 
-__all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions"]
+__all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions", "parse_question"]
 
 QUESTION_TTL_S = 7 * 24 * 3600  # People answer later; after a week the question is dropped.
 
@@ -102,7 +102,7 @@ class PendingQuestions:
             raw = await self._r.get(self._keys.question(thread_id))
         except RedisError as exc:
             raise StorageError(f"question read failed: {exc.__class__.__name__}") from None
-        return _parse(raw)
+        return parse_question(raw)
 
     async def consume(self, thread_id: str, question_id: str = "") -> PendingQuestion | None:
         """Take the open question (only if its id matches, when given); None if already taken."""
@@ -110,7 +110,7 @@ class PendingQuestions:
             raw = await self._consume(keys=[self._keys.question(thread_id)], args=[question_id])
         except RedisError as exc:
             raise StorageError(f"question consume failed: {exc.__class__.__name__}") from None
-        return _parse(raw)
+        return parse_question(raw)
 
     async def set_message(self, thread_id: str, question: PendingQuestion, message_id: str) -> None:
         """Remember which platform message shows the question, to edit it once answered."""
@@ -126,7 +126,7 @@ class PendingQuestions:
         await self.put(thread_id, replace(question))
 
 
-def _parse(raw: bytes | str | None) -> PendingQuestion | None:
+def parse_question(raw: bytes | str | None) -> PendingQuestion | None:
     """The stored question, or None if absent, corrupt or past its `expires_at`."""
     if not raw:
         return None

@@ -9,7 +9,7 @@ from collections import Counter
 import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
-from switchboard.storage import PENDING_CAP, Keys, PendingMessage, PendingQueue, ThreadLocks
+from switchboard.storage import PENDING_CAP, Keys, PendingMessage, PendingQueue
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 
@@ -142,39 +142,3 @@ async def test_queues_of_different_threads_are_independent(
     await queue.push("t2", _msg(2))
     assert _texts(await queue.drain("t1")) == ["msg-001"]
     assert _texts(await queue.drain("t2")) == ["msg-002"]
-
-
-async def test_drain_or_release_keeps_the_lock_while_messages_wait(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    queue, locks = PendingQueue(redis, keys=keys), ThreadLocks(redis, keys=keys)
-    lock = await locks.acquire("t1")
-    assert lock is not None
-    await queue.push("t1", _msg(1))
-    queued, released = await queue.drain_or_release("t1", lock.token)
-    assert _texts(queued) == [_msg(1).text] and not released
-    assert await locks.is_locked("t1")
-    queued, released = await queue.drain_or_release("t1", lock.token)
-    assert queued == [] and released
-    assert not await locks.is_locked("t1")
-
-
-async def test_drain_or_release_never_frees_another_holders_lock(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    queue, locks = PendingQueue(redis, keys=keys), ThreadLocks(redis, keys=keys)
-    assert await locks.acquire("t2") is not None
-    _, released = await queue.drain_or_release("t2", "not-the-token")
-    assert released and await locks.is_locked("t2")
-
-
-async def test_drain_or_release_with_only_corrupt_entries_keeps_the_lock(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    queue, locks = PendingQueue(redis, keys=keys), ThreadLocks(redis, keys=keys)
-    lock = await locks.acquire("t3")
-    assert lock is not None
-    await redis.rpush(keys.pending("t3"), b"{not json")
-    queued, released = await queue.drain_or_release("t3", lock.token)
-    assert queued == [] and not released
-    assert await locks.is_locked("t3") and await queue.length("t3") == 0
