@@ -2,8 +2,9 @@
 
 Both sides use the same demo model and built-in tools. The bare side is `create_agent` with an
 in-memory checkpointer and a direct `ainvoke`. The Switchboard side is the production wiring
-(`build_core`): dedupe, rate limit, thread map, lock, Redis checkpoints, loop-detection middleware,
-reply extraction, rendering, and an in-memory adapter's send. Redis is an embedded Valkey started
+(`build_core`, default `linked` access with the senders linked): dedupe, access, rate limit,
+thread map, turn lock, Redis checkpoints, loop-detection middleware, reply extraction, rendering,
+and an in-memory adapter's send. Redis is an embedded Valkey started
 here (or `REDIS_URL`). Wall time and process CPU time are measured per message; the demo model costs
 almost nothing, so this is the worst case for our relative overhead: with a real model the ratio
 tends to 1.
@@ -140,6 +141,24 @@ async def telegram_webhook(n: int, redis_url: str) -> tuple[list[float], list[fl
     await client.aclose()
     await fake.stop()
     return walls, cpus
+
+
+async def link_users(core: object, platform: str, user_ids: list[str]) -> None:
+    """Serve these DM users under the default `linked` access mode, as an operator would."""
+    from switchboard.storage.links import LinkKind
+
+    account = f"bench{uuid.uuid4().hex[:6]}"
+    await core.accounts.create(account)  # type: ignore[attr-defined]
+    for uid in user_ids:
+        token = await core.links.create_token(  # type: ignore[attr-defined]
+            LinkKind.USER,
+            platform=platform,
+            target_id=uid,
+            target_name=uid,
+            user_id=uid,
+            user_name=uid,
+        )
+        await core.links.confirm(token.token, account)  # type: ignore[attr-defined]
 
 
 def _row(name: str, walls: list[float], cpus: list[float]) -> tuple[float, float]:

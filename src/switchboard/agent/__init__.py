@@ -8,7 +8,12 @@ from switchboard.agent.model import build_model
 from switchboard.agent.reply import extract_reply
 from switchboard.agent.result import Question, TurnContext, TurnResult
 from switchboard.agent.tools import ask_clarification, builtin_tools, current_time
-from switchboard.agent.tracing import TracingConfig, run_metadata, tracing_from_env
+from switchboard.agent.tracing import (
+    TracingConfig,
+    run_metadata,
+    spans_inline_when_untraced,
+    tracing_from_env,
+)
 
 __all__ = [
     "AgentRuntime",
@@ -28,5 +33,6 @@ __all__ = [
     "format_question",
     "question_from_interrupt",
     "run_metadata",
+    "spans_inline_when_untraced",
     "tracing_from_env",
 ]

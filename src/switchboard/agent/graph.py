@@ -46,6 +46,7 @@ from langgraph.types import Command, Interrupt
 
 from switchboard.agent.clarification import question_from_interrupt
 from switchboard.agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
+from switchboard.agent.middleware import TurnMiddleware
 from switchboard.agent.repair import ThreadRepairMiddleware
 from switchboard.agent.reply import extract_reply
 from switchboard.agent.result import Question, TurnContext, TurnResult
@@ -82,7 +83,7 @@ class AgentRuntime:
             model,
             tools=[*builtin_tools(), *extra_tools],
             system_prompt=system_prompt,
-            middleware=[ThreadRepairMiddleware(), self._loops],
+            middleware=[TurnMiddleware(ThreadRepairMiddleware(), self._loops)],
             checkpointer=checkpointer,
         )
         if tracing is not None and tracing.callbacks:

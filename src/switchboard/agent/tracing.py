@@ -26,6 +26,7 @@ __all__ = [
     "langfuse_configured",
     "langsmith_configured",
     "run_metadata",
+    "spans_inline_when_untraced",
     "tracing_from_env",
 ]
 
@@ -148,3 +149,24 @@ def run_metadata(
             metadata["langfuse_tags"] = tracing.tags
     metadata.update(context.metadata)
     return metadata
+
+
+async def _inline(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+    return ctx.run(func, *args, **kwargs)
+
+
+def spans_inline_when_untraced(tracing: TracingConfig | None) -> bool:
+    """Without LangSmith, run langsmith's span bookkeeping on the event loop.
+
+    LangChain wraps each middleware hook in a langsmith `traceable`, whose async form sends its
+    set-up and tear-down to a worker thread on every model call, tracing or not. Untraced, that
+    work is a few dict lookups, and the thread hops cost more than the rest of our middleware.
+    Process-wide (langsmith offers only a global override), so the composition root calls it once.
+    """
+    import langsmith
+
+    if tracing is not None and "langsmith" in tracing.backends:
+        langsmith.set_runtime_overrides()
+        return False
+    langsmith.set_runtime_overrides(aio_to_thread=_inline)
+    return True

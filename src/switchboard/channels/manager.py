@@ -171,18 +171,21 @@ class Manager:
         if command and command.name in (CommandName.LINK, CommandName.UNLINK, CommandName.HELP):
             await self._link_or_help(adapter, msg, command)
             return
-        if not await self._allowed(adapter, msg):
+        limited = msg.platform is not Platform.CONSOLE and msg.button is None
+        # Access and flood checks are independent reads: one round trip of wall time for both.
+        allowed, decision = await asyncio.gather(
+            self._allowed(adapter, msg),
+            self._s.rate.hit(str(msg.platform), msg.sender_id) if limited else _allow(),
+        )
+        if not allowed:
             return
-        if msg.platform is not Platform.CONSOLE and msg.button is None:
-            decision = await self._s.rate.hit(str(msg.platform), msg.sender_id)
-            if decision is not RateDecision.ALLOW:
-                _log.info("message.rate_limited", decision=str(decision))
-                if decision is RateDecision.NOTIFY:
-                    await adapter.notify(
-                        msg,
-                        "You're sending messages too fast; I'll skip some. Try again in a minute.",
-                    )
-                return
+        if decision is not RateDecision.ALLOW:
+            _log.info("message.rate_limited", decision=str(decision))
+            if decision is RateDecision.NOTIFY:
+                await adapter.notify(
+                    msg, "You're sending messages too fast; I'll skip some. Try again in a minute."
+                )
+            return
         conv = conversation_key(msg)
         if command is not None:
             await self._command(adapter, msg, command, conv)
@@ -206,10 +209,17 @@ class Manager:
         await self._run_locked(adapter, msg, thread_id, work)
 
     def _background(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Side work (receipt reactions) that must not delay the turn; tracked like messages."""
+        """Side work (receipt reactions, reply-id records) that must not delay the turn; tracked
+        like messages, and a failure is logged, never lost."""
         task = asyncio.create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            _log.warning("background.failed", error=type(exc).__name__)
 
     async def _ack(self, adapter: Adapter, msg: InboundMessage, kind: AckKind) -> None:
         try:
@@ -492,8 +502,11 @@ class Manager:
             chunks = render_chunks(result.reply_text, caps) or render_chunks(FALLBACK_REPLY, caps)
             sent = await adapter.send(target, chunks)
         metrics.MESSAGES_OUT.labels(platform=str(msg.platform)).inc(len(sent.message_ids))
-        await self._s.threads.remember_messages(
-            str(msg.platform), sent.chat_id, list(sent.message_ids), thread_id
+        # Needed only when someone replies to these messages, so it overlaps the turn's end.
+        self._background(
+            self._s.threads.remember_messages(
+                str(msg.platform), sent.chat_id, list(sent.message_ids), thread_id
+            )
         )
         _log.info("reply.sent", chunks=len(sent.message_ids))
 
@@ -600,6 +613,10 @@ class Manager:
             await adapter.send(target, [Chunk(text=text, plain=text)])
         except Exception as send_exc:
             _log.error("error_reply.failed", ref=ref, error=type(send_exc).__name__)
+
+
+async def _allow() -> RateDecision:
+    return RateDecision.ALLOW
 
 
 def _context(msg: InboundMessage) -> TurnContext:

@@ -17,7 +17,12 @@ from typing import Any
 import redis.asyncio as redis
 import structlog
 
-from switchboard.agent import AgentRuntime, build_model, tracing_from_env
+from switchboard.agent import (
+    AgentRuntime,
+    build_model,
+    spans_inline_when_untraced,
+    tracing_from_env,
+)
 from switchboard.channels.access import AccessGate
 from switchboard.channels.base import Adapter
 from switchboard.channels.manager import Manager, ManagerConfig, ManagerStores
@@ -87,13 +92,15 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         openai_api_key=_secret(settings.openai_api_key),
         anthropic_api_key=_secret(settings.anthropic_api_key),
     )
+    tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
+    spans_inline_when_untraced(tracing)
     runtime = AgentRuntime(
         model=model,
         checkpointer=checkpointer,
         warnings=PendingWarnings(client, keys=keys),
         system_prompt=settings.system_prompt,
         recursion_limit=settings.recursion_limit,
-        tracing=tracing_from_env(env_name=settings.env_name, model_spec=settings.model),
+        tracing=tracing,
         clear_stale_warnings=False,  # TurnGate.begin drops them with the thread lock
     )
     accounts = Accounts(client, keys=keys)

@@ -75,3 +75,18 @@ def test_langfuse_without_its_package_degrades_to_no_callbacks() -> None:
     env = {"LANGFUSE_PUBLIC_KEY": "pk-lf", "LANGFUSE_SECRET_KEY": "sk-lf"}
     tracing = tracing_from_env(env, env_name="dev", model_spec="demo")
     assert "langfuse" not in tracing.backends
+
+
+def test_untraced_spans_run_inline_and_langsmith_tracing_keeps_the_default() -> None:
+    import langsmith
+    from langsmith._runtime_overrides import get_runtime_overrides
+
+    from switchboard.agent.tracing import TracingConfig, spans_inline_when_untraced
+
+    try:
+        assert not spans_inline_when_untraced(TracingConfig(backends=("langsmith",)))
+        assert get_runtime_overrides().aio_to_thread is None
+        assert spans_inline_when_untraced(None)
+        assert get_runtime_overrides().aio_to_thread is not None
+    finally:
+        langsmith.set_runtime_overrides()
