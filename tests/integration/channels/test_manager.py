@@ -304,3 +304,18 @@ async def test_status_as_a_reply_in_a_group_chain_reports_that_chains_thread(mak
     await manager.deliver(status)
     await manager.idle()
     assert adapter.texts()[-1].startswith("Thread: ")
+
+
+async def test_two_workers_share_one_thread_lock_and_queue(make_manager) -> None:
+    worker_a, adapter_a = await setup(make_manager)
+    worker_b, adapter_b = await setup(make_manager)
+    await worker_a.deliver(dm("slow 0.5", chat="DW"))
+    await wait_until(lambda: adapter_a.typing_count == 1)
+    late = dm("echo from the other worker", chat="DW")
+    await worker_b.deliver(late)
+    await worker_b.idle()
+    assert (late.provider_message_id, AckKind.QUEUED) in adapter_b.acks
+    assert adapter_b.sent == []
+    await worker_a.idle()
+    # the worker holding the thread answered the queued message in its follow-up turn
+    assert adapter_a.texts() == ["Done after 0.5 s.", "from the other worker"]
