@@ -44,6 +44,17 @@ TEXTS = ["hello", "what time is it", "echo **bold** and `code`", "tell me more a
 CONVERSATIONS = 20  # messages rotate over this many conversations, as in a busy workspace
 
 
+def _settings() -> Settings:
+    """Production defaults (`linked` access) with a private key prefix; the flood limit is
+    lifted because one sender sends every message here."""
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        access="linked",
+        redis_prefix=f"bench{uuid.uuid4().hex[:6]}:",
+        rate_limit_per_minute=1_000_000,
+    )
+
+
 async def bare(n: int) -> tuple[list[float], list[float]]:
     agent = create_agent(
         model=DemoChatModel(), tools=list(builtin_tools()), checkpointer=InMemorySaver()
@@ -61,14 +72,10 @@ async def bare(n: int) -> tuple[list[float], list[float]]:
 
 async def switchboard(n: int, redis_url: str) -> tuple[list[float], list[float]]:
     client = connect(redis_url)
-    settings = Settings(
-        _env_file=None,
-        access="open",
-        redis_prefix=f"bench{uuid.uuid4().hex[:6]}:",
-        rate_limit_per_minute=1_000_000,
-    )  # type: ignore[call-arg]
+    settings = _settings()
     walls, cpus = [], []
     async with build_core(settings, client) as core:
+        await link_users(core, "telegram", ["7"])
         adapter = RecordingAdapter(platform=Platform.TELEGRAM)
         core.manager.register(adapter)
         for i in range(n):
@@ -105,14 +112,10 @@ async def telegram_webhook(n: int, redis_url: str) -> tuple[list[float], list[fl
     fake = FakeTelegram()
     await fake.start()
     client = connect(redis_url)
-    settings = Settings(
-        _env_file=None,
-        access="open",
-        redis_prefix=f"bench{uuid.uuid4().hex[:6]}:",
-        rate_limit_per_minute=1_000_000,
-    )  # type: ignore[call-arg]
+    settings = _settings()
     walls, cpus = [], []
     async with build_core(settings, client) as core:
+        await link_users(core, "telegram", [str(10_000 + i) for i in range(n)])
         adapter = TelegramAdapter(
             token=TOKEN,
             deliver=core.manager.deliver,
