@@ -19,7 +19,21 @@ from typing import Any, TypeVar
 import structlog
 from aiogram import Bot
 from aiogram.exceptions import AiogramError, TelegramBadRequest, TelegramRetryAfter
-from aiogram.methods import EditMessageText, SendMessage, TelegramMethod
+from aiogram.methods import (
+    AnswerCallbackQuery,
+    DeleteWebhook,
+    EditMessageText,
+    GetChatMember,
+    GetMe,
+    GetUpdates,
+    SendChatAction,
+    SendMessage,
+    SetMessageReaction,
+    SetMyCommands,
+    SetWebhook,
+    TelegramMethod,
+)
+from aiogram.methods.base import Response
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from switchboard.channels.base import Chunk
@@ -33,6 +47,27 @@ _MAX_ATTEMPTS = 4  # the first call plus one retry per 429
 
 _log = structlog.get_logger(__name__)
 T = TypeVar("T")
+
+# aiogram validates every reply as `Response[method.__returning__]`. pydantic keeps parametrized
+# generics in a weak cache, so without a strong reference the class is garbage-collected and
+# rebuilt (schema and all) every few calls: about a millisecond per Bot API call. Holding the
+# types we use keeps them cached for the life of the process.
+_RESPONSE_TYPES = tuple(
+    Response[method.__returning__]  # type: ignore[name-defined]
+    for method in (
+        AnswerCallbackQuery,
+        DeleteWebhook,
+        EditMessageText,
+        GetChatMember,
+        GetMe,
+        GetUpdates,
+        SendChatAction,
+        SendMessage,
+        SetMessageReaction,
+        SetMyCommands,
+        SetWebhook,
+    )
+)
 
 
 class BotCalls:
