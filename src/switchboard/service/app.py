@@ -23,14 +23,14 @@ from switchboard.agent import (
     spans_inline_when_untraced,
     tracing_from_env,
 )
-from switchboard.channels.access import AccessGate
-from switchboard.channels.base import Adapter
-from switchboard.channels.manager import Manager, ManagerConfig, ManagerStores
+from switchboard.channels import AccessGate, Adapter, Manager, ManagerConfig, ManagerStores
 from switchboard.errors import ConfigError
 from switchboard.service.settings import Settings
 from switchboard.storage import (
+    Accounts,
     Dedupe,
     Keys,
+    Links,
     PendingQuestions,
     PendingQueue,
     PendingWarnings,
@@ -41,8 +41,6 @@ from switchboard.storage import (
     TurnGate,
     open_redis,
 )
-from switchboard.storage.accounts import Accounts
-from switchboard.storage.links import Links
 
 __all__ = ["Core", "build_adapters", "build_core", "running_service"]
 
