@@ -47,6 +47,7 @@ __all__ = ["Core", "build_adapters", "build_core", "running_service"]
 _log = structlog.get_logger(__name__)
 
 WebhookHandler = Callable[[Any], Awaitable[Any]]
+DRAIN_TIMEOUT_S = 20.0  # a shutdown waits this long for turns in flight to reply
 
 
 @dataclass(slots=True)
@@ -192,13 +193,23 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 return False
             return len(started) == len(core.adapters)
 
-        if http:
-            await _start_http(stack, core, ready)
         for adapter in core.adapters:
             await adapter.start()
             stack.push_async_callback(adapter.stop)
             started.append(adapter)
             _log.info("channel.started", platform=str(adapter.platform))
+
+        async def drain() -> None:
+            """Let turns in flight finish and reply while the adapters can still send."""
+            try:
+                await core.manager.idle(timeout=DRAIN_TIMEOUT_S)
+            except TimeoutError:
+                _log.warning("service.drain_timed_out", timeout_s=DRAIN_TIMEOUT_S)
+
+        # Exit runs in reverse: stop taking webhooks, drain, then stop the adapters.
+        stack.push_async_callback(drain)
+        if http:
+            await _start_http(stack, core, ready)
         _log.info(
             "service.started",
             http=f"{settings.http_host}:{settings.http_port}",

@@ -155,3 +155,27 @@ async def test_linked_mode_refuses_an_unlinked_telegram_dm_with_link_instruction
 
         await wait_until(notice, timeout=20)
         assert not [c for c in tg.calls_to("sendMessage") if "Hello!" in c.get("text", "")]
+
+
+async def test_shutdown_lets_a_turn_in_flight_reply_before_the_adapters_stop(
+    fakes: tuple[FakeTelegram, FakeSlack, FakeDiscord], redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    tg, _, _ = fakes
+    settings = settings_for(fakes, redis_url, prefix, tmp_path)
+    async with (
+        running_service(settings) as core,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{core.http_port}") as http,
+    ):
+        update = json.dumps(tg.say(tg.dm(ANN), ANN, "slow 0.5", push=False))
+        response = await http.post(
+            "/telegram/webhook",
+            content=update,
+            headers={
+                "content-type": "application/json",
+                "X-Telegram-Bot-Api-Secret-Token": TG_SECRET,
+            },
+        )
+        assert response.status_code == 200
+        await wait_until(lambda: tg.calls_to("sendChatAction"))
+    # the service has shut down; the answer went out first
+    assert "Done after 0.5 s." in [c.get("text") for c in tg.calls_to("sendMessage")]
