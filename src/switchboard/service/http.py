@@ -9,6 +9,7 @@ Errors are always JSON `{"error": "..."}`:
 | 404    | unknown token, unknown link *and someone else's link* (same body)          |
 | 409    | target already linked (to you, or to another account)                      |
 | 410    | token expired, superseded by a newer `/link`, or already used              |
+| 413    | request body over 1 MiB (checked before it is read)                        |
 | 422    | malformed token (over 64 chars or outside `[A-Za-z0-9_-]`), bad request    |
 | 503    | storage unreachable, or not ready                                          |
 | 500    | a true server fault only: logged with a reference id, no details returned  |
@@ -188,6 +189,8 @@ class _CatchAll:
 
         try:
             await self.app(scope, receive, tracking_send)
+        except _BodyTooLarge:
+            raise
         except Exception as exc:
             ref = secrets.token_hex(4)
             _log.error(
@@ -199,6 +202,54 @@ class _CatchAll:
             )
             if not started:
                 await _error(500, f"internal error (ref {ref})")(scope, receive, send)
+
+
+MAX_BODY_BYTES = 1024 * 1024  # platform webhooks are a few KiB; nothing we serve needs more
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _BodyLimit:
+    """Refuse request bodies over `max_bytes` with a JSON 413, before anything reads them whole
+    (a declared Content-Length is checked up front; a streamed body is counted as it arrives)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _error(413, "request body too large")(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await _error(413, "request body too large")(scope, receive, send)
 
 
 def build_http_app(
@@ -218,6 +269,7 @@ def build_http_app(
         redoc_url=None,
     )
     app.add_middleware(_CatchAll)
+    app.add_middleware(_BodyLimit)
     _install_error_handlers(app)
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 
