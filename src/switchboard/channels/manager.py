@@ -89,6 +89,7 @@ class ManagerConfig:
     busy: Literal["queue", "reject"] = "queue"
     model_name: str = "demo"
     turn_timeout_s: float = 600.0
+    max_input_chars: int = 32_000  # a pasted log or book would cost more than it could help
 
 
 @dataclass(slots=True)
@@ -192,6 +193,15 @@ class Manager:
             return
         if msg.button is None and not msg.text.strip():
             await self._send_text(adapter, msg.target, "I can only read text for now.")
+            return
+        if len(msg.text) > self._config.max_input_chars:
+            _log.info("message.too_long", chars=len(msg.text))
+            await self._send_text(
+                adapter,
+                msg.target,
+                f"That message is too long for me ({len(msg.text):,} characters; the limit is "
+                f"{self._config.max_input_chars:,}). Please shorten it or send it in parts.",
+            )
             return
         thread_id = await self._thread_for(msg, conv)
         if thread_id is None:

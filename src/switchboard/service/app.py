@@ -111,7 +111,9 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         runtime=runtime,
         stores=stores,
         access=access,
-        config=ManagerConfig(busy=settings.busy, model_name=settings.model),
+        config=ManagerConfig(
+            busy=settings.busy, model_name=settings.model, max_input_chars=settings.max_input_chars
+        ),
     )
     core = Core(settings, client, keys, runtime, manager, accounts, links)
     try:

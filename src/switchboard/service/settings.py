@@ -58,6 +58,9 @@ class Settings(BaseSettings):
 
     busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
+    max_input_chars: int = Field(
+        32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")
+    )
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))
     checkpoint_ttl_days: int | None = Field(
         None, ge=1, validation_alias=_env("SWITCHBOARD_CHECKPOINT_TTL_DAYS")

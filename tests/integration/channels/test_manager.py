@@ -319,3 +319,12 @@ async def test_two_workers_share_one_thread_lock_and_queue(make_manager) -> None
     await worker_a.idle()
     # the worker holding the thread answered the queued message in its follow-up turn
     assert adapter_a.texts() == ["Done after 0.5 s.", "from the other worker"]
+
+
+async def test_oversized_message_gets_a_notice_and_never_reaches_the_agent(make_manager) -> None:
+    manager, adapter = await setup(make_manager, max_input_chars=1000)
+    await manager.deliver(dm("echo " + "z" * 2000))
+    await manager.idle()
+    assert len(adapter.sent) == 1
+    assert "too long" in adapter.texts()[0] and "2,005 characters" in adapter.texts()[0]
+    assert adapter.typing_count == 0
