@@ -19,9 +19,7 @@ __all__ = [
 MESSAGES_IN = Counter(
     "switchboard_messages_in_total", "Inbound messages handed to the manager", ["platform"]
 )
-MESSAGES_OUT = Counter(
-    "switchboard_messages_out_total", "Messages sent to platforms", ["platform"]
-)
+MESSAGES_OUT = Counter("switchboard_messages_out_total", "Messages sent to platforms", ["platform"])
 TURN_LATENCY = Histogram(
     "switchboard_turn_seconds",
     "Agent turn wall time, from lock to reply sent",

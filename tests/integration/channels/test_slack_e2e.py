@@ -282,6 +282,7 @@ async def test_message_to_a_busy_thread_gets_an_hourglass_and_is_answered_later(
     await wait_until(lambda: redis.keys(f"{prefix}*:lock"))
     follow_up = new_ts()
     await s.say(channel_message("echo later", ts=follow_up, thread_ts=root))
+
     def hourglasses() -> list[Any]:
         return [
             c
