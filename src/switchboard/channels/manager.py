@@ -90,6 +90,7 @@ class ManagerConfig:
     model_name: str = "demo"
     turn_timeout_s: float = 600.0
     max_input_chars: int = 32_000  # a pasted log or book would cost more than it could help
+    typing_delay_s: float = 0.3  # below this an answer arrives before a typing hint would
 
 
 @dataclass(slots=True)
@@ -455,9 +456,14 @@ class Manager:
         turn = asyncio.create_task(runner(thread_id, work.text, context), name=f"turn:{thread_id}")
         self._running[thread_id] = turn
         keeper = asyncio.create_task(self._keep_lock(lock, turn), name=f"lock:{thread_id}")
+        answered = asyncio.Event()
+        typing = asyncio.create_task(self._typing(adapter, target, answered), name="typing")
         try:
-            async with adapter.typing(target):
+            try:
                 result = await asyncio.wait_for(turn, self._config.turn_timeout_s)
+            finally:
+                answered.set()
+                await typing
         except asyncio.CancelledError:
             if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise
@@ -479,6 +485,19 @@ class Manager:
         metrics.TURN_LATENCY.labels(platform=str(msg.platform)).observe(
             time.perf_counter() - started
         )
+
+    async def _typing(self, adapter: Adapter, target: ReplyTarget, answered: asyncio.Event) -> None:
+        """Show 'typing…' only once a turn outlasts `typing_delay_s`: an instant answer needs no
+        indicator (nor the API call and rate budget it costs). A failing indicator never fails
+        the turn."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(answered.wait(), self._config.typing_delay_s)
+            return
+        try:
+            async with adapter.typing(target):
+                await answered.wait()
+        except SwitchboardError as exc:
+            _log.warning("typing.failed", category=exc.category)
 
     async def _keep_lock(self, lock: Lock, turn: asyncio.Task[TurnResult]) -> None:
         """Extend the lock while the turn runs; honour `/stop` sent from any process."""

@@ -58,7 +58,7 @@ async def test_message_gets_one_clean_reply(make_manager) -> None:
     await manager.deliver(dm("hello there friend"))
     await manager.idle()
     assert adapter.texts() == ["You said: hello there friend"]
-    assert adapter.typing_count == 1
+    assert adapter.typing_count == 0  # answered before a typing hint would have helped
     assert [kind for _, kind in adapter.acks] == [AckKind.RECEIVED]
 
 
@@ -328,3 +328,12 @@ async def test_oversized_message_gets_a_notice_and_never_reaches_the_agent(make_
     assert len(adapter.sent) == 1
     assert "too long" in adapter.texts()[0] and "2,005 characters" in adapter.texts()[0]
     assert adapter.typing_count == 0
+
+
+async def test_typing_shows_once_a_turn_outlasts_the_delay(make_manager) -> None:
+    manager, adapter = await setup(make_manager)
+    await manager.deliver(dm("slow 0.5"))
+    await wait_until(lambda: adapter.typing_count == 1)
+    assert adapter.sent == []  # the hint is up while the turn still runs
+    await manager.idle()
+    assert adapter.texts() == ["Done after 0.5 s."]
