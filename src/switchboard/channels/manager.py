@@ -498,6 +498,8 @@ class Manager:
                 await answered.wait()
         except SwitchboardError as exc:
             _log.warning("typing.failed", category=exc.category)
+        except Exception as exc:  # a supervised side task: log it, never fail the turn
+            _log.error("typing.crashed", error=type(exc).__name__, exc_info=exc)
 
     async def _keep_lock(self, lock: Lock, turn: asyncio.Task[TurnResult]) -> None:
         """Extend the lock while the turn runs; honour `/stop` sent from any process."""
