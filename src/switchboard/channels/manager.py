@@ -204,7 +204,10 @@ class Manager:
                 f"{self._config.max_input_chars:,}). Please shorten it or send it in parts.",
             )
             return
-        thread_id = await self._thread_for(msg, conv)
+        addressed = msg.is_dm or msg.mentions_bot or msg.reply_to_bot or msg.button is not None
+        thread_id = await self._thread_for(
+            msg, conv, create=addressed or msg.platform is Platform.DISCORD
+        )
         if thread_id is None:
             _log.info("message.ignored", reason="not_addressed")
             return
@@ -249,7 +252,9 @@ class Manager:
             await adapter.notify(msg, decision.notice)
         return False
 
-    async def _thread_for(self, msg: InboundMessage, conv: str) -> str | None:
+    async def _thread_for(self, msg: InboundMessage, conv: str, *, create: bool) -> str | None:
+        """The message's thread: a reply to a bot message names its chain's thread; otherwise
+        the conversation's, created only when `create`."""
         threads = self._s.threads
         if msg.reply_to_id and not msg.is_dm:
             found = await threads.thread_for_message(
@@ -257,10 +262,7 @@ class Manager:
             )
             if found is not None:
                 return found
-        addressed = msg.is_dm or msg.mentions_bot or msg.reply_to_bot or msg.button is not None
-        if addressed or msg.platform is Platform.DISCORD:
-            return await threads.resolve(conv)
-        return await threads.peek(conv)
+        return await (threads.resolve(conv) if create else threads.peek(conv))
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -288,7 +290,7 @@ class Manager:
             text = "Started a new conversation. Earlier messages here are forgotten."
             _log.info("thread.reset", thread_id=thread_id)
         elif command.name is CommandName.STOP:
-            thread_id = await self._existing_thread(msg, conv)
+            thread_id = await self._thread_for(msg, conv, create=False)
             stopped = False
             if thread_id is not None:
                 stopped = await locks.request_stop(thread_id)
@@ -298,20 +300,10 @@ class Manager:
                     stopped = True
             text = "Stopping the current answer." if stopped else "Nothing is running here."
         elif command.name is CommandName.STATUS:
-            text = await self._status_text(await self._existing_thread(msg, conv))
+            text = await self._status_text(await self._thread_for(msg, conv, create=False))
         else:
             text = f"Unknown command {command.raw.split()[0]!r}.\n\n{HELP_TEXT}"
         await self._send_text(adapter, msg.target, text)
-
-    async def _existing_thread(self, msg: InboundMessage, conv: str) -> str | None:
-        """The thread a command is about: a reply to the bot names its chain's thread."""
-        if msg.reply_to_id and not msg.is_dm:
-            found = await self._s.threads.thread_for_message(
-                str(msg.platform), msg.chat_id, msg.reply_to_id
-            )
-            if found is not None:
-                return found
-        return await self._s.threads.peek(conv)
 
     async def _status_text(self, thread_id: str | None) -> str:
         if thread_id is None:
