@@ -165,6 +165,19 @@ def _check_token(token: str) -> None:
         raise _ApiError(422, _MALFORMED_TOKEN)
 
 
+class _TrackedSend:
+    """`send` that remembers whether a response began: after that, no error reply is possible."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
 class _CatchAll:
     """Turn an unexpected exception into a detail-free JSON 500 with a logged reference id.
 
@@ -179,18 +192,9 @@ class _CatchAll:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracked = _TrackedSend(send)
         try:
-            await self.app(scope, receive, tracking_send)
-        except _BodyTooLarge:
-            raise
+            await self.app(scope, receive, tracked)
         except Exception as exc:
             ref = secrets.token_hex(4)
             _log.error(
@@ -200,7 +204,7 @@ class _CatchAll:
                 route=getattr(scope.get("route"), "path", None),  # the template: no tokens
                 exc_info=exc,
             )
-            if not started:
+            if not tracked.started:
                 await _error(500, f"internal error (ref {ref})")(scope, receive, send)
 
 
@@ -228,7 +232,7 @@ class _BodyLimit:
             await _error(413, "request body too large")(scope, receive, send)
             return
         seen = 0
-        started = False
+        tracked = _TrackedSend(send)
 
         async def counting_receive() -> Message:
             nonlocal seen
@@ -239,16 +243,10 @@ class _BodyLimit:
                     raise _BodyTooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, tracked)
         except _BodyTooLarge:
-            if not started:
+            if not tracked.started:
                 await _error(413, "request body too large")(scope, receive, send)
 
 
@@ -268,8 +266,9 @@ def build_http_app(
         docs_url="/api/docs",
         redoc_url=None,
     )
-    app.add_middleware(_CatchAll)
+    # The body limit sits inside the catch-all so its own signal never reaches it as a fault.
     app.add_middleware(_BodyLimit)
+    app.add_middleware(_CatchAll)
     _install_error_handlers(app)
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 
