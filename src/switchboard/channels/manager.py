@@ -390,6 +390,20 @@ class Manager:
             work = self._answer_or_text(text, start.question)
             if start.question is not None:
                 await self._show_answer(adapter, msg.target, start.question, work.text)
+        if not await self._hold(adapter, msg, thread_id, lock, work, carry):
+            await self._pick_up_leftovers(adapter, msg, thread_id)
+
+    async def _hold(
+        self,
+        adapter: Adapter,
+        msg: InboundMessage,
+        thread_id: str,
+        lock: Lock,
+        work: _Work | None,
+        carry: list[PendingMessage],
+    ) -> bool:
+        """Run turns under `lock` and always let go of it; True when the queue was empty at the
+        end (released by `TurnGate.end`), False when it had to be released after a failure."""
         released = False
         try:
             released = await self._turns(adapter, msg, thread_id, lock, work, carry)
@@ -397,8 +411,7 @@ class Manager:
             if not released:
                 with contextlib.suppress(SwitchboardError):
                     await self._s.locks.release(lock)
-        if not released:
-            await self._pick_up_leftovers(adapter, msg, thread_id)
+        return released
 
     async def _turns(
         self,
@@ -406,16 +419,17 @@ class Manager:
         msg: InboundMessage,
         thread_id: str,
         lock: Lock,
-        work: _Work,
-        carry: list[PendingMessage] | None = None,
+        work: _Work | None,
+        carry: list[PendingMessage],
     ) -> bool:
-        """The turn for `work`, then one follow-up turn per batch of messages queued meanwhile.
-        True once the lock was released with an empty queue (the normal end)."""
+        """The turn for `work` (if any), then one follow-up turn per batch of queued messages,
+        starting with `carry`. True once the lock was released with an empty queue."""
         context = _context(msg)
         target = msg.target
-        queued = list(carry or [])
+        queued = list(carry)
         while True:
-            await self._one_turn(adapter, msg, target, thread_id, lock, work, context)
+            if work is not None:
+                await self._one_turn(adapter, msg, target, thread_id, lock, work, context)
             if not queued:
                 queued, released = await self._s.turns.end(lock)
                 if released:
@@ -591,27 +605,7 @@ class Manager:
         start = await self._s.turns.begin(thread_id, take_question=False)
         if start is None:
             return
-        if not start.queued:
-            _, released = await self._s.turns.end(start.lock)
-            if not released:
-                await self._s.locks.release(start.lock)
-            return
-        last = start.queued[-1]
-        follow = replace(
-            msg,
-            sender_id=last.sender_id,
-            sender_name=last.sender_name,
-            provider_message_id=last.message_id or msg.provider_message_id,
-        )
-        released = False
-        try:
-            taken = await self._s.questions.consume(thread_id)
-            work = self._answer_or_text(_join_queued(start.queued, shared=not msg.is_dm), taken)
-            released = await self._turns(adapter, follow, thread_id, start.lock, work)
-        finally:
-            if not released:
-                with contextlib.suppress(SwitchboardError):
-                    await self._s.locks.release(start.lock)
+        await self._hold(adapter, msg, thread_id, start.lock, None, start.queued)
 
     # -- output helpers ---------------------------------------------------------------------
 
