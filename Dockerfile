@@ -5,7 +5,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY requirements.lock pyproject.toml README.md ./
 RUN pip install --no-cache-dir uv \
     && uv pip install --system --no-cache -r requirements.lock
-COPY src ./src
+COPY switchboard ./switchboard
+COPY channels ./channels
+COPY agent ./agent
+COPY storage ./storage
+COPY service ./service
 RUN uv pip install --system --no-cache --no-deps .
 
 RUN useradd --create-home switchboard

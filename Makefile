@@ -22,7 +22,7 @@ run: install
 	$(BIN)/switchboard
 
 lint: install
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check switchboard channels agent storage service tests bench
 	$(BIN)/lint-imports
 
 unit: install

@@ -36,7 +36,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from switchboard.storage import RedisCheckpointSaver, connect
+from storage import RedisCheckpointSaver, connect
 
 __all__: list[str] = []
 

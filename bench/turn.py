@@ -30,16 +30,16 @@ sys.path.insert(0, str(_REPO))
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+
+from agent.demo import DemoChatModel
+from agent.tools import builtin_tools
+from channels.message import InboundMessage, Platform
+from service.app import build_core
+from service.logging import configure_logging
+from service.settings import Settings
+from storage import connect
 from tests.fakes.recording_adapter import RecordingAdapter
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
-
-from switchboard.agent.demo import DemoChatModel
-from switchboard.agent.tools import builtin_tools
-from switchboard.channels.message import InboundMessage, Platform
-from switchboard.service.app import build_core
-from switchboard.service.logging import configure_logging
-from switchboard.service.settings import Settings
-from switchboard.storage import connect
 
 TEXTS = ["hello", "what time is it", "echo **bold** and `code`", "tell me more about it"]
 CONVERSATIONS = 20  # messages rotate over this many conversations, as in a busy workspace
@@ -128,7 +128,7 @@ async def telegram_webhook(n: int, redis_url: str) -> tuple[list[float], list[fl
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from switchboard.channels.telegram import WEBHOOK_SECRET_HEADER, TelegramAdapter
+    from channels.telegram.adapter import WEBHOOK_SECRET_HEADER, TelegramAdapter
 
     first = 10_000 + int(uuid.uuid4().int % 1_000_000) * 1000
     proc = await asyncio.create_subprocess_exec(
@@ -183,7 +183,7 @@ async def telegram_webhook(n: int, redis_url: str) -> tuple[list[float], list[fl
 
 async def link_users(core: object, platform: str, user_ids: list[str]) -> None:
     """Serve these DM users under the default `linked` access mode, as an operator would."""
-    from switchboard.storage.links import LinkKind
+    from storage.links import LinkKind
 
     account = f"bench{uuid.uuid4().hex[:6]}"
     await core.accounts.create(account)  # type: ignore[attr-defined]

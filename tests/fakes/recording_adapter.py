@@ -11,7 +11,7 @@ import itertools
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from switchboard.channels.base import (
+from channels.adapter import (
     AckKind,
     Capabilities,
     Chunk,
@@ -20,7 +20,7 @@ from switchboard.channels.base import (
     QuestionPrompt,
     SentRef,
 )
-from switchboard.channels.message import InboundMessage, Platform, ReplyTarget
+from channels.message import InboundMessage, Platform, ReplyTarget
 
 __all__ = ["RecordingAdapter", "Sent"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.storage import Keys, connect
+from storage import Keys, connect
 
 __all__: list[str] = []
 
@@ -69,8 +69,8 @@ async def make_manager(redis: aioredis.Redis, prefix: str, tmp_path: Path):  # t
     production composition root. Overrides are Settings fields, e.g. `busy="reject"`."""
     from contextlib import AsyncExitStack
 
-    from switchboard.service.app import build_core
-    from switchboard.service.settings import Settings
+    from service.app import build_core
+    from service.settings import Settings
 
     stack = AsyncExitStack()
     cores = []

@@ -17,9 +17,9 @@ import redis.asyncio as aioredis
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 
-from switchboard.agent import AgentRuntime, DemoChatModel
-from switchboard.storage import Keys, PendingWarnings
-from switchboard.storage.checkpoint import RedisCheckpointSaver
+from agent import AgentRuntime, DemoChatModel
+from storage import Keys, PendingWarnings
+from storage.checkpoint import RedisCheckpointSaver
 
 __all__ = ["ModelRequest", "ModelRequests"]
 

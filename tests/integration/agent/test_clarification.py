@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from switchboard.agent import AgentRuntime, TurnContext
+from agent import AgentRuntime, TurnContext
 from tests.integration.agent.conftest import ModelRequests
 
 CTX = TurnContext(user_id="u-1")

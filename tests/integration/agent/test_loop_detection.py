@@ -10,10 +10,10 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from switchboard.agent import AgentRuntime, DemoChatModel, LoopPolicy, TurnContext
-from switchboard.agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
-from switchboard.agent.tools import builtin_tools
-from switchboard.storage import PendingWarnings
+from agent import AgentRuntime, DemoChatModel, LoopPolicy, TurnContext
+from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
+from agent.tools import builtin_tools
+from storage import PendingWarnings
 from tests.integration.agent.conftest import ModelRequests
 
 CTX = TurnContext(user_id="u-1")

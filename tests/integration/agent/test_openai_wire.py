@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from switchboard.agent import AgentRuntime, TurnContext, build_model
+from agent import AgentRuntime, TurnContext, build_model
 from switchboard.errors import AgentError
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 

@@ -12,9 +12,9 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from switchboard.agent import AgentRuntime, TracingConfig, TurnContext
-from switchboard.agent.demo import GREETING
-from switchboard.agent.repair import INTERRUPTED_RESULT
+from agent import AgentRuntime, TracingConfig, TurnContext
+from agent.demo import GREETING
+from agent.repair import INTERRUPTED_RESULT
 from switchboard.errors import AgentError
 from tests.integration.agent.conftest import ModelRequests
 from tests.support import wait_until

@@ -29,12 +29,12 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from switchboard.channels.base import Adapter
-from switchboard.channels.console import ConsoleAdapter
-from switchboard.channels.discord import DiscordAdapter
-from switchboard.channels.message import InboundMessage, ReplyTarget
-from switchboard.channels.slack import SlackAdapter
-from switchboard.channels.telegram import TelegramAdapter
+from channels.adapter import Adapter
+from channels.console import ConsoleAdapter
+from channels.discord import DiscordAdapter
+from channels.message import InboundMessage, ReplyTarget
+from channels.slack import SlackAdapter
+from channels.telegram import TelegramAdapter
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import TOKEN, FakeTelegram

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from switchboard.channels.base import AckKind, Adapter, Capabilities, Chunk, QuestionPrompt
-from switchboard.channels.message import InboundMessage, Platform
-from switchboard.channels.render import render_chunks
+from channels.adapter import AckKind, Adapter, Capabilities, Chunk, QuestionPrompt
+from channels.message import InboundMessage, Platform
+from channels.render import render_chunks
 from tests.integration.channels.contract_harness import HARNESSES, PLATFORMS, Harness
 from tests.support import wait_until
 

@@ -12,10 +12,10 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.channels.message import InboundMessage, Platform
-from switchboard.service.http import build_http_app
-from switchboard.service.settings import Settings
-from switchboard.storage import Accounts, Keys, Links
+from channels.message import InboundMessage, Platform
+from service.http import build_http_app
+from service.settings import Settings
+from storage import Accounts, Keys, Links
 from tests.fakes.recording_adapter import RecordingAdapter
 
 PUBLIC_URL = "https://switchboard.example"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from switchboard.channels.base import AckKind
-from switchboard.channels.message import ButtonPress, InboundMessage, Platform
-from switchboard.storage import Keys, PendingMessage, PendingQueue, ThreadLocks, ThreadMap
+from channels.adapter import AckKind
+from channels.message import ButtonPress, InboundMessage, Platform
+from storage import Keys, PendingMessage, PendingQueue, ThreadLocks, ThreadMap
 from tests.fakes.recording_adapter import RecordingAdapter
 from tests.support import wait_until
 

@@ -12,9 +12,9 @@ import pytest
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request, Response
 
-from switchboard.service.http import build_http_app
-from switchboard.service.settings import Settings
-from switchboard.storage import Accounts, Keys, LinkKind, Links, LinkToken
+from service.http import build_http_app
+from service.settings import Settings
+from storage import Accounts, Keys, LinkKind, Links, LinkToken
 
 ADMIN_KEY = "admin-key-for-tests"
 OPENAI_KEY = "sk-test-openai-secret"

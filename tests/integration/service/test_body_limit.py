@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from switchboard.service.http import MAX_BODY_BYTES
+from service.http import MAX_BODY_BYTES
 from tests.integration.service.conftest import Api
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.service.cli_admin import add_admin_commands
-from switchboard.storage import Accounts, Keys, LinkKind, Links, LinkToken
+from service.cli_admin import add_admin_commands
+from storage import Accounts, Keys, LinkKind, Links, LinkToken
 
 SCRIPT = Path(sys.prefix) / "bin" / "switchboard"
 

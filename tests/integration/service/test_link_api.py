@@ -9,8 +9,8 @@ import httpx
 import pytest
 from fastapi import Request, Response
 
-from switchboard.service.http import build_http_app
-from switchboard.storage import TOKEN_TTL_S, Accounts, Keys, LinkKind, Links, connect
+from service.http import build_http_app
+from storage import TOKEN_TTL_S, Accounts, Keys, LinkKind, Links, connect
 from tests.integration.service.conftest import ADMIN_KEY, OPENAI_KEY, TELEGRAM_TOKEN, Api
 
 

@@ -7,10 +7,10 @@ import re
 import socket
 from pathlib import Path
 
-from switchboard.channels.message import InboundMessage, Platform
-from switchboard.service.app import build_core
-from switchboard.service.settings import Settings
-from switchboard.storage import EmbeddedValkey, connect
+from channels.message import InboundMessage, Platform
+from service.app import build_core
+from service.settings import Settings
+from storage import EmbeddedValkey, connect
 from tests.fakes.recording_adapter import RecordingAdapter
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from switchboard.service.app import running_service
-from switchboard.service.settings import Settings
+from service.app import running_service
+from service.settings import Settings
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack, signed_headers
 from tests.fakes.telegram_server import TOKEN, FakeTelegram

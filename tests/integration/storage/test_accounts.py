@@ -7,7 +7,7 @@ import hashlib
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.storage import (
+from storage import (
     AccountError,
     AccountExists,
     AccountNotFound,

@@ -15,8 +15,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
+from storage import Keys, RedisCheckpointSaver
 from switchboard.errors import StorageError
-from switchboard.storage import Keys, RedisCheckpointSaver
 
 __all__: list[str] = []
 

@@ -13,7 +13,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
-from switchboard.storage import RedisCheckpointSaver
+from storage import RedisCheckpointSaver
 
 __all__: list[str] = []
 

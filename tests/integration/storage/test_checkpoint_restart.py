@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import RedisCheckpointSaver
+from storage import RedisCheckpointSaver
 
 __all__: list[str] = []
 
@@ -23,7 +23,7 @@ import asyncio, json, sys
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from switchboard.storage import RedisCheckpointSaver, connect
+from storage import RedisCheckpointSaver, connect
 
 url, prefix, thread_id, text, reply = sys.argv[1:6]
 seen = []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from storage import EmbeddedValkey, connect, open_redis
 from switchboard.errors import StorageError
-from switchboard.storage import EmbeddedValkey, connect, open_redis
 
 __all__: list[str] = []
 

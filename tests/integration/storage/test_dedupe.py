@@ -6,7 +6,7 @@ import asyncio
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import DEDUPE_TTL_S, Dedupe, Keys
+from storage import DEDUPE_TTL_S, Dedupe, Keys
 from tests.integration.storage.racing import warm_pool
 
 __all__: list[str] = []

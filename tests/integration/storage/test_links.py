@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.storage import (
+from storage import (
     TOKEN_TTL_S,
     AlreadyLinked,
     Keys,

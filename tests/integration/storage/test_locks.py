@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from switchboard.storage import Keys, Lock, ThreadLocks, connect
+from storage import Keys, Lock, ThreadLocks, connect
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 

@@ -9,7 +9,7 @@ from collections import Counter
 import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
-from switchboard.storage import PENDING_CAP, Keys, PendingMessage, PendingQueue
+from storage import PENDING_CAP, Keys, PendingMessage, PendingQueue
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 

@@ -7,7 +7,7 @@ import time
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import Keys, PendingQuestion, PendingQuestions
+from storage import Keys, PendingQuestion, PendingQuestions
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 

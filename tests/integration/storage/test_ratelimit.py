@@ -7,7 +7,7 @@ from collections import Counter
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import Keys, RateDecision, RateLimiter
+from storage import Keys, RateDecision, RateLimiter
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 

@@ -7,7 +7,7 @@ import re
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import THREAD_TTL_S, Keys, ThreadMap
+from storage import THREAD_TTL_S, Keys, ThreadMap
 from tests.integration.storage.racing import warm_pool
 
 __all__: list[str] = []

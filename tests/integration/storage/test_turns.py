@@ -6,7 +6,7 @@ import asyncio
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import (
+from storage import (
     Keys,
     PendingMessage,
     PendingQuestion,

@@ -7,7 +7,7 @@ from collections import Counter
 
 import redis.asyncio as aioredis
 
-from switchboard.storage import Keys, PendingWarnings
+from storage import Keys, PendingWarnings
 from tests.integration.storage.racing import warm_pool
 
 __all__: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.agent.clarification import format_question, question_from_interrupt
+from agent.clarification import format_question, question_from_interrupt
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import re
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from switchboard.agent.demo import GREETING, DemoChatModel
+from agent.demo import GREETING, DemoChatModel
 
 _MARKDOWN = re.compile(r"[*_`#\[\]<>|~]")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall
 
-from switchboard.agent.loop_detection import (
+from agent.loop_detection import (
     LoopDetector,
     LoopPolicy,
     Verdict,

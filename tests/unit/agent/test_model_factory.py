@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.agent.demo import DemoChatModel
-from switchboard.agent.model import build_model, split_spec
+from agent.demo import DemoChatModel
+from agent.model import build_model, split_spec
 from switchboard.errors import ConfigError
 
 NO_KEYS = {"openai_base_url": None, "openai_api_key": None, "anthropic_api_key": None}

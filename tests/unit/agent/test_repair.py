@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from switchboard.agent.repair import (
+from agent.repair import (
     INTERRUPTED_RESULT,
     answer_dangling_calls,
     answer_pending_question,

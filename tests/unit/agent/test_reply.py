@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from switchboard.agent.clarification import format_question
-from switchboard.agent.reply import extract_reply, last_human_text
-from switchboard.agent.result import Question
+from agent.clarification import format_question
+from agent.reply import extract_reply, last_human_text
+from agent.result import Question
 
 
 def _call(name: str = "current_time", call_id: str = "c1") -> dict[str, object]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from switchboard.agent.result import TurnContext
-from switchboard.agent.tracing import (
+from agent.result import TurnContext
+from agent.tracing import (
     TracingConfig,
     langfuse_configured,
     langsmith_configured,
@@ -81,7 +81,7 @@ def test_untraced_spans_run_inline_and_langsmith_tracing_keeps_the_default() -> 
     import langsmith
     from langsmith._runtime_overrides import get_runtime_overrides
 
-    from switchboard.agent.tracing import TracingConfig, spans_inline_when_untraced
+    from agent.tracing import TracingConfig, spans_inline_when_untraced
 
     try:
         assert not spans_inline_when_untraced(TracingConfig(backends=("langsmith",)))

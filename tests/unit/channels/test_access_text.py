@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.access import (
+from channels.access import (
     already_linked_text,
     gate_notice,
     link_offer_text,
@@ -13,8 +13,8 @@ from switchboard.channels.access import (
     rate_limited_text,
     unlink_text,
 )
-from switchboard.channels.message import Platform
-from switchboard.storage import Link, LinkKind, LinkToken, TokenState, UnlinkResult, UnlinkStatus
+from channels.message import Platform
+from storage import Link, LinkKind, LinkToken, TokenState, UnlinkResult, UnlinkStatus
 
 TOKEN = LinkToken(
     token="tok_ABC-123",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.commands import CommandName, parse_command
+from channels.commands import CommandName, parse_command
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.channels.message import (
+from channels.message import (
     ButtonPress,
     InboundMessage,
     Platform,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from service.settings import Settings, load_settings
 from switchboard.errors import ConfigError
-from switchboard.service.settings import Settings, load_settings
 
 CONTRACT_VARS = [
     "REDIS_URL",

@@ -1,0 +1,265 @@
+"""The scripted chat model behind `SWITCHBOARD_MODEL=demo`: offline, deterministic, tool-calling.
+
+It is the console demo and the model every test uses, so its rules are part of the contract and
+are listed in `DemoChatModel`'s docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from agent.reply import content_text, is_injected
+from agent.tools import CLARIFICATION_TOOL, TIME_TOOL
+
+__all__ = ["GREETING", "DemoChatModel"]
+
+GREETING = (
+    "Hello! I'm Switchboard's demo agent. Ask me the time, say \"choose\" to get a question "
+    'with options, or "echo" something back.'
+)
+CHOICE_ARGS: dict[str, Any] = {
+    "question": "Which one do you mean?",
+    "options": ["alpha", "beta", "gamma"],
+    "clarification_type": "approach_choice",
+    "context": "I need one detail.",
+}
+
+_GREETING_RE = re.compile(r"(hi|hello|hey)[\s!.?,]*")
+_LONG_RE = re.compile(r"long\s+(\d+)")
+_CODE_RE = re.compile(r"code\s+(\d+)")
+_SLOW_RE = re.compile(r"slow\s+(\d+(?:\.\d+)?)")
+_LOOP_RE = re.compile(r"loop\s+(\d+)")
+
+_WORDS = [
+    "switchboard",
+    "carries",
+    "every",
+    "message",
+    "from",
+    "the",
+    "chat",
+    "to",
+    "the",
+    "agent",
+    "and",
+    "back",
+    "again",
+    "while",
+    "the",
+    "shared",
+    "store",
+    "keeps",
+    "each",
+    "thread",
+    "safe",
+    "for",
+    "all",
+    "workers",
+    "so",
+    "that",
+    "people",
+    "can",
+    "talk",
+    "in",
+    "peace",
+]
+_PARAGRAPH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One scripted response: text, or a tool call; optionally after a pause."""
+
+    text: str = ""
+    tool: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+class DemoChatModel(BaseChatModel):
+    """Scripted, deterministic chat model with tool calling (`SWITCHBOARD_MODEL=demo`).
+
+    The rules read the LAST real human message of the turn (injected messages such as
+    `loop_warning` are skipped), trimmed and matched case-insensitively; the first rule that
+    matches wins:
+
+    - `hi` / `hello` / `hey` (whole message, optional punctuation) -> the greeting
+      "Hello! I'm Switchboard's demo agent. ..."
+    - starts with `echo ` -> the rest of the text verbatim (markdown and all)
+    - `long N` -> plain prose of exactly N characters, paragraphs (blank line) about every 500
+      characters, no markdown special characters
+    - `code N` -> a sentence, a ```python fenced block of about N characters, a sentence
+    - `slow S` -> waits S seconds (float), then "Done after S s."
+    - `recall` -> "You first said: <first human message text of the thread>"
+    - contains `time` -> calls `current_time`, then answers "It is <tool result>."
+    - starts with `choose` -> calls `ask_clarification(question="Which one do you mean?",
+      options=["alpha", "beta", "gamma"], clarification_type="approach_choice",
+      context="I need one detail.")`; after the resume answers "You chose: <answer>."
+    - `loop N` -> calls `current_time` with identical (empty) args N times, one call per
+      response, then answers "Loop finished."
+    - `boom` -> raises RuntimeError
+    - anything else -> "You said: <text>"
+
+    Tool calls are answered by ToolMessages of this turn; a rule counts them to know where it is.
+    `bind_tools` returns the model itself: the rules name their tools, so there is nothing to
+    bind, and the agent loop pays nothing for re-binding on every call.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "switchboard-demo"
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        step = _script(messages)
+        if step.delay_s:
+            time.sleep(step.delay_s)
+        return _result(step, len(messages))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        step = _script(messages)
+        if step.delay_s:
+            await asyncio.sleep(step.delay_s)
+        return _result(step, len(messages))
+
+
+def _result(step: _Step, position: int) -> ChatResult:
+    if step.tool:
+        call = {
+            "name": step.tool,
+            "args": dict(step.args),
+            "id": f"call_{position}_{step.tool}",
+            "type": "tool_call",
+        }
+        message = AIMessage(content="", tool_calls=[call])
+    else:
+        message = AIMessage(content=step.text)
+    return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _script(messages: Sequence[BaseMessage]) -> _Step:
+    start = _last_human_index(messages)
+    if start is None:
+        return _Step(text="You said: ")
+    text = content_text(messages[start].content).strip()
+    low = text.lower()
+    results = [m for m in messages[start + 1 :] if isinstance(m, ToolMessage)]
+
+    if _GREETING_RE.fullmatch(low):
+        return _Step(text=GREETING)
+    if low.startswith("echo "):
+        return _Step(text=text[5:])
+    if match := _LONG_RE.fullmatch(low):
+        return _Step(text=_prose(int(match.group(1))))
+    if match := _CODE_RE.fullmatch(low):
+        return _Step(text=_code(int(match.group(1))))
+    if match := _SLOW_RE.fullmatch(low):
+        return _Step(text=f"Done after {match.group(1)} s.", delay_s=float(match.group(1)))
+    if low == "recall":
+        return _Step(text=f"You first said: {_first_human_text(messages)}")
+    if "time" in low:
+        answered = _results_of(results, TIME_TOOL)
+        if answered:
+            return _Step(text=f"It is {answered[-1]}.")
+        return _Step(tool=TIME_TOOL)
+    if low.startswith("choose"):
+        answered = _results_of(results, CLARIFICATION_TOOL)
+        if answered:
+            return _Step(text=f"You chose: {answered[-1]}.")
+        return _Step(tool=CLARIFICATION_TOOL, args=CHOICE_ARGS)
+    if match := _LOOP_RE.fullmatch(low):
+        if len(_results_of(results, TIME_TOOL)) < int(match.group(1)):
+            return _Step(tool=TIME_TOOL)
+        return _Step(text="Loop finished.")
+    if low == "boom":
+        raise RuntimeError("the demo model was asked to fail")
+    return _Step(text=f"You said: {text}")
+
+
+def _last_human_index(messages: Sequence[BaseMessage]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and not is_injected(message):
+            return index
+    return None
+
+
+def _first_human_text(messages: Sequence[BaseMessage]) -> str:
+    for message in messages:
+        if isinstance(message, HumanMessage) and not is_injected(message):
+            return content_text(message.content).strip()
+    return ""
+
+
+def _results_of(results: Sequence[ToolMessage], tool: str) -> list[str]:
+    return [content_text(m.content) for m in results if m.name == tool]
+
+
+def _prose(length: int) -> str:
+    """Plain prose of exactly `length` characters, a blank line about every 500 characters."""
+    if length <= 0:
+        return ""
+    parts: list[str] = []
+    size = paragraph = 0
+    offset = 0
+    while size <= length:
+        words = [_WORDS[(offset + k) % len(_WORDS)] for k in range(12)]
+        offset += 7
+        sentence = " ".join(words).capitalize() + "."
+        separator = "" if not parts else ("\n\n" if paragraph >= _PARAGRAPH else " ")
+        if separator == "\n\n":
+            paragraph = 0
+        parts += [separator, sentence]
+        paragraph += len(separator) + len(sentence)
+        size += len(separator) + len(sentence)
+    text = "".join(parts)[:length]
+    return text if not text[-1].isspace() else text[:-1] + "."
+
+
+def _code(length: int) -> str:
+    lines: list[str] = []
+    size = 0
+    index = 1
+    while size < max(length, 1):
+        block = f"def step_{index}(value):\n    return value + {index}\n"
+        lines.append(block)
+        size += len(block)
+        index += 1
+    body = "\n".join(lines)
+    return (
+        "Here is a small Python example:\n\n"
+        f"```python\n{body}```\n\n"
+        "Each function adds its own number to the value."
+    )

@@ -1,0 +1,47 @@
+"""The agent's one model-call middleware: thread repair around loop detection.
+
+LangChain wraps every middleware's `wrap_model_call` hook in a langsmith span, and an async span
+costs two thread-pool hops per model call even with tracing off. Stacking our two hooks as one
+keeps that to a single span per call; the logic stays in `repair.py` and `loop_detection.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+
+from agent.loop_detection import LoopDetectionMiddleware
+from agent.repair import ThreadRepairMiddleware
+
+__all__ = ["TurnMiddleware"]
+
+
+class TurnMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    def __init__(self, repair: ThreadRepairMiddleware, loops: LoopDetectionMiddleware) -> None:
+        super().__init__()
+        self._repair = repair
+        self._loops = loops
+
+    @property
+    def name(self) -> str:
+        return "switchboard_turn"
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse],
+    ) -> ModelResponse:
+        return self._repair.wrap_model_call(
+            request, lambda inner: self._loops.wrap_model_call(inner, handler)
+        )
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await self._repair.awrap_model_call(
+            request, lambda inner: self._loops.awrap_model_call(inner, handler)
+        )

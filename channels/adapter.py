@@ -1,0 +1,118 @@
+"""The one adapter interface every platform implements, and the data the manager hands it.
+
+The manager branches on `Capabilities`, never on adapter classes. Adapters import neither
+`agent` nor `storage`: they turn platform events into `InboundMessage`s, pass them to `deliver`,
+and send what the manager rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal, Protocol, runtime_checkable
+
+from channels.message import InboundMessage, Platform, ReplyTarget
+
+__all__ = [
+    "AckKind",
+    "Adapter",
+    "Capabilities",
+    "Chunk",
+    "Deliver",
+    "Markup",
+    "QuestionPrompt",
+    "SentRef",
+]
+
+Deliver = Callable[[InboundMessage], Awaitable[None]]
+"""What an adapter calls for every inbound message; returns quickly (the manager runs the turn in
+the background), so a platform's ack deadline is never held up."""
+
+
+class Markup(StrEnum):
+    SLACK_MRKDWN = "slack"
+    TELEGRAM_HTML = "telegram_html"
+    DISCORD_MARKDOWN = "discord"
+    PLAIN = "plain"
+
+
+class AckKind(StrEnum):
+    RECEIVED = "received"  # the message was accepted (Slack's 👀 on receipt)
+    QUEUED = "queued"  # the thread is busy; the message waits for the next turn
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    max_len: int
+    len_unit: Literal["chars", "utf16"]
+    markup: Markup
+    can_edit: bool = True
+    buttons: bool = True
+    reactions: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One platform message: `text` in the platform's markup, `plain` the same words unformatted
+    (Telegram falls back to it when the server rejects the entities)."""
+
+    text: str
+    plain: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionPrompt:
+    """A clarification question to show with one button per option."""
+
+    question_id: str
+    options: tuple[str, ...]
+    asker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SentRef:
+    """Ids of the platform messages a send produced, oldest first."""
+
+    chat_id: str
+    message_ids: tuple[str, ...]
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    platform: Platform
+    capabilities: Capabilities
+
+    async def start(self) -> None:
+        """Connect (gateway, socket, polling) and begin delivering messages."""
+
+    async def stop(self) -> None:
+        """Stop receiving and close connections; idempotent."""
+
+    async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
+        """Send rendered chunks, in order, into the target's thread."""
+
+    async def ask(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
+    ) -> SentRef:
+        """Send a question; the last message carries one button per option."""
+
+    async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
+        """Replace a message's text (and drop its buttons), e.g. to show a question's answer."""
+
+    async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
+        """A reaction (or a short notice where reactions fail) telling the sender we saw it."""
+
+    def typing(self, target: ReplyTarget) -> AbstractAsyncContextManager[None]:
+        """Show 'typing…' (refreshed) for as long as the context is open."""
+
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+        """A short plain notice to the sender; `private` = ephemeral or DM where the platform can."""
+
+    async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
+        """Close the press on the platform side (callback answer / interaction response);
+        `notice` is shown only to the presser."""
+
+    async def is_workspace_admin(self, msg: InboundMessage) -> bool:
+        """Whether the sender administers the workspace (for `/link`)."""

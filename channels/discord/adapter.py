@@ -1,0 +1,438 @@
+"""The Discord adapter (discord.py 2): gateway in, `InboundMessage`s out, rendered chunks back.
+
+Conversations (DESIGN.md): a DM is one conversation; a guild-channel message that mentions the bot
+gets a thread created from it *before* delivery, and the message is delivered with that thread as
+its chat, so the key is `discord:<guild>:<thread>` and the reply lands there. Later messages in a
+thread the bot owns (created in this process, or cached with `owner_id` = the bot, which survives a
+restart) need no mention. If the thread cannot be made, the reply goes to the channel, as a reply
+to the message. Thread creation is idempotent per message (a replayed MESSAGE_CREATE after a
+RESUME gets the same thread: remembered here, or recovered from Discord's "thread already
+created" error, since a thread started from a message has that message's id), so the manager's
+dedupe on chat + message id sees the duplicate.
+
+Every send and edit carries `AllowedMentions.none()` (the client default too): the model's text
+never pings. Discord exceptions become `switchboard.errors` at this boundary
+(`channels/discord_errors.py`); the token is never logged. Endpoint overrides and raw payload taps
+live in `channels/discord_client.py`, the pure payload decisions in `channels/discord_events.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import discord
+import structlog
+
+from channels.adapter import (
+    AckKind,
+    Capabilities,
+    Chunk,
+    Deliver,
+    Markup,
+    QuestionPrompt,
+    SentRef,
+)
+from channels.discord.client import (
+    DEFAULT_API_BASE,
+    RoutedHTTP,
+    RoutedWebhooks,
+    SwitchboardClient,
+    routed_webhooks,
+)
+from channels.discord.errors import THREAD_ALREADY_CREATED, translated
+from channels.discord.events import (
+    BotIdentity,
+    is_for_bot,
+    press_to_inbound,
+    question_custom_id,
+    strip_mention,
+    thread_name,
+    to_inbound,
+)
+from channels.message import InboundMessage, Platform, ReplyTarget
+from switchboard.errors import PlatformAuthError, PlatformError
+
+__all__ = [
+    "INTENTS",
+    "LIMITS",
+    "BotIdentity",
+    "DiscordAdapter",
+    "is_for_bot",
+    "press_to_inbound",
+    "to_inbound",
+]
+
+LIMITS = Capabilities(
+    max_len=2000,
+    len_unit="chars",
+    markup=Markup.DISCORD_MARKDOWN,
+    can_edit=True,
+    buttons=True,
+    reactions=True,
+)
+
+INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+
+_NO_PINGS = discord.AllowedMentions.none()
+_PLATFORM = str(Platform.DISCORD)
+_THREAD_ARCHIVE_MIN = 1440  # threads auto-archive after a day without messages
+_REMEMBERED = 4096  # bound on each in-memory map (threads, message→thread, interactions)
+_BUTTON_LABEL_MAX = 80
+_MAX_BUTTONS = 25
+_ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀"}
+_ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
+
+_log = structlog.get_logger(__name__)
+
+
+def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
+    store[key] = value
+    store.move_to_end(key)
+    while len(store) > _REMEMBERED:
+        store.popitem(last=False)
+
+
+class DiscordAdapter:
+    """Satisfies `channels.base.Adapter` for Discord.
+
+    `guild_ready_timeout` is how long discord.py waits for the GUILD_CREATE stream to end before
+    READY (its default, 2 s; tests shorten it); `start()` waits for READY at most `start_timeout`.
+    """
+
+    platform = Platform.DISCORD
+    capabilities = LIMITS
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        deliver: Deliver,
+        api_base: str = DEFAULT_API_BASE,
+        gateway_url: str | None = None,
+        guild_ready_timeout: float = 2.0,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self._token = token
+        self._deliver = deliver
+        self._start_timeout = start_timeout
+        self._ready = asyncio.Event()
+        self._webhooks = RoutedWebhooks(api_base)
+        self._client = SwitchboardClient(
+            http=RoutedHTTP(api_base=api_base, gateway_url=gateway_url),
+            intents=INTENTS,
+            guild_ready_timeout=guild_ready_timeout,
+            on_ready=self._ready.set,
+        )
+        self._client.state.on_message_payload = self._on_message_payload
+        self._client.state.on_press = self._on_press
+        self._gateway: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False
+        self._threads: OrderedDict[str, bool] = OrderedDict()  # threads we created
+        self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
+        self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._gateway is not None:
+            return
+        self._gateway = asyncio.create_task(self._client.start(self._token), name="discord.gateway")
+        self._gateway.add_done_callback(self._gateway_ended)
+        ready = asyncio.create_task(self._ready.wait())
+        done, _ = await asyncio.wait(
+            {self._gateway, ready}, timeout=self._start_timeout, return_when="FIRST_COMPLETED"
+        )
+        if ready in done:
+            _log.info("discord.connected", bot_id=self._me().id)
+            return
+        ready.cancel()
+        failure: BaseException | None = None
+        if self._gateway in done and not self._gateway.cancelled():
+            failure = self._gateway.exception()
+        await self.stop()
+        if isinstance(failure, discord.LoginFailure):
+            raise PlatformAuthError("discord: token rejected", platform=_PLATFORM) from failure
+        raise PlatformError(
+            "discord: gateway did not become ready", platform=_PLATFORM, code="start"
+        ) from failure
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(10.0):
+                await self._client.close()
+        if self._gateway is not None and not self._gateway.done():
+            self._gateway.cancel()
+        pending = [t for t in (self._gateway, *self._tasks) if t is not None and not t.done()]
+        for task in self._tasks:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=10.0)
+        _log.info("discord.stopped")
+
+    def _gateway_ended(self, task: asyncio.Task[None]) -> None:
+        if self._stopped or task.cancelled():
+            return
+        exc = task.exception()
+        _log.error("discord.gateway_ended", error=type(exc).__name__ if exc else None)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            _log.error("discord.event_failed", error=type(exc).__name__, exc_info=exc)
+
+    def _me(self) -> BotIdentity:
+        user = self._client.user
+        assert user is not None, "used before READY"
+        return BotIdentity(id=str(user.id), name=user.name)
+
+    # -- inbound ------------------------------------------------------------------------------
+
+    def _on_message_payload(self, payload: dict[str, Any]) -> None:
+        if not self._stopped:
+            self._spawn(self._handle_message(payload))
+
+    def _on_press(self, payload: dict[str, Any], interaction: discord.Interaction) -> None:
+        if not self._stopped:
+            self._spawn(self._handle_press(payload, interaction))
+
+    def _channel(self, channel_id: str) -> Any:
+        return self._client.get_channel(int(channel_id))
+
+    def _is_bot_thread(self, channel_id: str) -> bool:
+        if channel_id in self._threads:
+            return True
+        channel = self._channel(channel_id)
+        user = self._client.user
+        return (
+            isinstance(channel, discord.Thread) and user is not None and channel.owner_id == user.id
+        )
+
+    async def _handle_message(self, payload: dict[str, Any]) -> None:
+        me = self._me()
+        channel_id = str(payload["channel_id"])
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=channel_id, event_id=str(payload.get("id"))
+        )
+        ours = self._is_bot_thread(channel_id)
+        if not is_for_bot(payload, me, in_bot_thread=ours):
+            _log.debug("message.skipped")
+            return
+        chat_id = None
+        if payload.get("guild_id") and not ours:
+            if isinstance(self._channel(channel_id), discord.Thread):
+                chat_id = channel_id  # a mention inside someone else's thread: answer there
+            else:
+                chat_id = await self._thread_for(payload, me)
+        msg = to_inbound(payload, me, chat_id=chat_id)
+        _log.info("message.received", dm=msg.is_dm, thread=chat_id)
+        await self._deliver(msg)
+
+    async def _thread_for(self, payload: dict[str, Any], me: BotIdentity) -> str | None:
+        """The thread for this mention, created once per message however often it arrives."""
+        message_id = str(payload["id"])
+        task = self._thread_of.get(message_id)
+        if task is None:  # a failure is remembered too, so a replay gets the same channel reply
+            task = asyncio.ensure_future(self._create_thread(payload, me))
+            _remember(self._thread_of, message_id, task)
+        return await asyncio.shield(task)
+
+    async def _create_thread(self, payload: dict[str, Any], me: BotIdentity) -> str | None:
+        channel_id, message_id = str(payload["channel_id"]), str(payload["id"])
+        name = thread_name(strip_mention(payload.get("content") or "", me.id))
+        try:
+            async with translated("create thread"):
+                data = await self._client.http.start_thread_with_message(
+                    channel_id, message_id, name=name, auto_archive_duration=_THREAD_ARCHIVE_MIN
+                )
+            thread_id = str(data["id"])
+        except PlatformError as exc:
+            if exc.code != THREAD_ALREADY_CREATED:
+                _log.warning("discord.thread_create_failed", code=exc.code)
+                return None
+            thread_id = message_id  # a thread started from a message shares its id
+            _log.info("discord.thread_reused", thread=thread_id)
+        else:
+            _log.info("discord.thread_created", thread=thread_id)
+        _remember(self._threads, thread_id, True)
+        return thread_id
+
+    async def _handle_press(
+        self, payload: dict[str, Any], interaction: discord.Interaction
+    ) -> None:
+        msg = press_to_inbound(payload)
+        if msg is None or msg.button is None:
+            return
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.button.interaction_id
+        )
+        _remember(self._interactions, msg.button.interaction_id, interaction)
+        try:
+            with routed_webhooks(self._webhooks):
+                async with translated("acknowledge press"):
+                    await interaction.response.defer()
+        except PlatformError as exc:
+            _log.warning("discord.press_ack_failed", code=exc.code)
+        _log.info("button.pressed", question_id=msg.button.question_id)
+        await self._deliver(msg)
+
+    # -- outbound -----------------------------------------------------------------------------
+
+    def _messageable(self, chat_id: str) -> discord.PartialMessageable:
+        return self._client.get_partial_messageable(int(chat_id))
+
+    def _reference(self, target: ReplyTarget) -> discord.MessageReference | None:
+        """Reply to the user's message when it lives in the target channel; a thread's starter
+        message lives in the parent channel (and shares the thread's id), so it is not quoted."""
+        reply_to = target.reply_to_id
+        if not reply_to or reply_to == target.chat_id or reply_to in self._threads:
+            return None
+        return discord.MessageReference(
+            message_id=int(reply_to), channel_id=int(target.chat_id), fail_if_not_exists=False
+        )
+
+    async def _send_all(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], view: discord.ui.View | None = None
+    ) -> SentRef:
+        channel = self._messageable(target.chat_id)
+        reference = self._reference(target)
+        ids: list[str] = []
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            if not chunk.text.strip() and not (last and view is not None):
+                continue  # Discord rejects empty messages
+            extra: dict[str, Any] = {}
+            if not ids and reference is not None:
+                extra["reference"] = reference
+            if last and view is not None:
+                extra["view"] = view
+            async with translated("send"):
+                sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
+            ids.append(str(sent.id))
+        return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
+
+    async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
+        return await self._send_all(target, chunks)
+
+    async def ask(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
+    ) -> SentRef:
+        view = discord.ui.View(timeout=None)
+        for index, option in enumerate(prompt.options[:_MAX_BUTTONS]):
+            label = option if len(option) <= _BUTTON_LABEL_MAX else option[:79] + "…"
+            view.add_item(
+                discord.ui.Button(
+                    label=label,
+                    custom_id=question_custom_id(prompt.question_id, index),
+                    style=discord.ButtonStyle.secondary,
+                )
+            )
+        view.stop()  # presses are decoded from the custom id, so discord.py need not store it
+        return await self._send_all(target, chunks or [Chunk(text="…", plain="…")], view)
+
+    async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
+        message = self._messageable(target.chat_id).get_partial_message(int(message_id))
+        async with translated("edit"):
+            await message.edit(content=chunk.text, view=None, allowed_mentions=_NO_PINGS)
+
+    async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
+        if msg.button is not None:
+            return
+        raw = msg.raw if isinstance(msg.raw, dict) else {}
+        channel_id = str(raw.get("channel_id") or msg.chat_id)  # a thread starter is in the parent
+        message = self._messageable(channel_id).get_partial_message(int(msg.provider_message_id))
+        try:
+            async with translated("react"):
+                await message.add_reaction(_ACK_EMOJI[kind])
+        except PlatformError as exc:
+            _log.warning("discord.reaction_failed", code=exc.code)
+            await self.send(msg.target, [Chunk(text=_ACK_NOTICE, plain=_ACK_NOTICE)])
+
+    @contextlib.asynccontextmanager
+    async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        """discord.py's typing context (re-sent every 5 s); a failure only costs the indicator."""
+        typing = self._messageable(target.chat_id).typing()
+        entered = False
+        try:
+            async with translated("typing"):
+                await typing.__aenter__()
+            entered = True
+            # discord.py's refresh loop is a task of its own; `stop()` must end it too
+            self._tasks.add(typing.task)
+            typing.task.add_done_callback(self._tasks.discard)
+        except PlatformError as exc:
+            _log.warning("discord.typing_failed", code=exc.code)
+        try:
+            yield
+        finally:
+            if entered:
+                await typing.__aexit__(None, None, None)
+
+    async def _ephemeral(self, msg: InboundMessage, text: str) -> bool:
+        press = msg.button
+        interaction = self._interactions.get(press.interaction_id) if press else None
+        if interaction is None:
+            return False
+        try:
+            with routed_webhooks(self._webhooks):
+                async with translated("ephemeral notice"):
+                    await interaction.followup.send(
+                        text[: LIMITS.max_len], ephemeral=True, allowed_mentions=_NO_PINGS
+                    )
+        except PlatformError as exc:
+            _log.warning("discord.ephemeral_failed", code=exc.code)
+            return False
+        return True
+
+    async def _direct(self, msg: InboundMessage, text: str) -> bool:
+        try:
+            async with translated("direct message"):
+                dm = await self._client.create_dm(discord.Object(int(msg.sender_id)))
+                await dm.send(text[: LIMITS.max_len], allowed_mentions=_NO_PINGS)
+        except PlatformError as exc:
+            _log.info("discord.direct_message_failed", code=exc.code)
+            return False
+        return True
+
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+        if private and await self._ephemeral(msg, text):
+            return
+        if private and not msg.is_dm and await self._direct(msg, text):
+            return
+        short = text[: LIMITS.max_len]
+        await self.send(msg.target, [Chunk(text=short, plain=short)])
+
+    async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
+        """The press was already acknowledged (deferred) on arrival; a notice goes to the presser
+        alone, as an ephemeral follow-up."""
+        if notice is not None:
+            await self.notify(msg, notice, private=True)
+
+    async def is_workspace_admin(self, msg: InboundMessage) -> bool:
+        if msg.is_dm or not msg.workspace_id:
+            return False
+        guild = self._client.get_guild(int(msg.workspace_id))
+        if guild is None:
+            return False
+        member = guild.get_member(int(msg.sender_id))
+        try:
+            if member is None:
+                async with translated("fetch member"):
+                    member = await guild.fetch_member(int(msg.sender_id))
+        except PlatformError as exc:
+            _log.warning("discord.member_lookup_failed", code=exc.code)
+            return False
+        return member.guild_permissions.manage_guild

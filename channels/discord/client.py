@@ -1,0 +1,192 @@
+"""The seam between discord.py and Switchboard: other endpoints, and the raw gateway payloads.
+
+Endpoints (`DISCORD_API_BASE`, `DISCORD_GATEWAY_URL`). discord.py builds every REST URL as
+`Route.BASE + path`; `Route.BASE` is a class attribute shared by the whole process, and interaction
+callbacks and follow-ups go through a separate webhook adapter held in a context variable. Instead
+of mutating those globals, each client gets:
+- `RoutedHTTP`, an `HTTPClient` that swaps the `Route.BASE` prefix of each request URL for
+  `api_base`, and sends main-gateway websocket connects to our gateway URL (the query discord.py
+  built is kept, so its version, encoding and compression negotiation stay its own);
+- `RoutedWebhooks`, the same rebasing for the webhook adapter, installed by `routed_webhooks()`
+  around the adapter's interaction calls.
+The gateway URL is `gateway_url` when given (every connect, resumes included, goes there: a proxy
+sees them all); otherwise the one `GET /gateway/bot` returns at `api_base`, used where discord.py
+would dial its built-in default, while resumes follow READY's `resume_gateway_url` as usual.
+Reconnect/resume and 429 handling stay discord.py's own.
+
+Raw payloads. `TappedState` lets discord.py parse MESSAGE_CREATE as usual and then hands the wire
+dict to the adapter; component interactions whose custom id is ours are handed over with their
+`Interaction` (and skip discord.py's view store, which never holds our buttons).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import discord
+import structlog
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import HTTPClient, Route
+from discord.state import ConnectionState
+from discord.webhook.async_ import AsyncWebhookAdapter, async_context
+
+from channels.discord.events import parse_custom_id
+
+__all__ = [
+    "DEFAULT_API_BASE",
+    "PayloadHook",
+    "PressHook",
+    "RoutedHTTP",
+    "RoutedWebhooks",
+    "SwitchboardClient",
+    "TappedState",
+    "routed_webhooks",
+]
+
+DEFAULT_API_BASE = "https://discord.com/api/v10"
+
+PayloadHook = Callable[[dict[str, Any]], None]
+PressHook = Callable[[dict[str, Any], discord.Interaction], None]
+
+_log = structlog.get_logger(__name__)
+
+
+def _rebase(url: str, api_base: str) -> str:
+    base = Route.BASE
+    if api_base != base and url.startswith(base):
+        return api_base + url[len(base) :]
+    return url
+
+
+class RoutedHTTP(HTTPClient):
+    """discord.py's HTTP client, aimed at `api_base` and our gateway."""
+
+    def __init__(self, *, api_base: str, gateway_url: str | None) -> None:
+        super().__init__(discord.utils.MISSING)
+        self.api_base = api_base.rstrip("/")
+        self.gateway_url = gateway_url
+        self.discovered_gateway: str | None = None
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        route.url = _rebase(route.url, self.api_base)
+        return await super().request(route, **kwargs)
+
+    def gateway_for(self, url: str) -> str:
+        """Where a main-gateway connect to `url` actually goes."""
+        asked = yarl.URL(url)
+        target = self.gateway_url
+        if target is None and asked.host == DiscordWebSocket.DEFAULT_GATEWAY.host:
+            target = self.discovered_gateway
+        if target is None:
+            return url
+        return str(yarl.URL(target).with_query(asked.query))
+
+    async def ws_connect(self, url: str, *, compress: int = 0) -> Any:
+        if compress == 0:  # the main gateway; voice connects pass their own compression level
+            url = self.gateway_for(url)
+        return await super().ws_connect(url, compress=compress)
+
+
+class RoutedWebhooks(AsyncWebhookAdapter):
+    """Interaction callbacks and follow-ups, aimed at `api_base`."""
+
+    def __init__(self, api_base: str) -> None:
+        super().__init__()
+        self.api_base = api_base.rstrip("/")
+
+    async def request(self, route: Route, *args: Any, **kwargs: Any) -> Any:
+        route.url = _rebase(route.url, self.api_base)
+        return await super().request(route, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def routed_webhooks(adapter: RoutedWebhooks) -> Iterator[None]:
+    """Send this task's interaction calls through `adapter` (discord.py reads a context var)."""
+    token = async_context.set(adapter)
+    try:
+        yield
+    finally:
+        async_context.reset(token)
+
+
+class TappedState(ConnectionState):
+    """discord.py's connection state, passing raw MESSAGE_CREATEs and our button presses on.
+
+    Parsers run inside discord.py's gateway read loop, where an exception would drop the
+    connection; so a payload our hooks cannot take is logged and skipped, never raised."""
+
+    on_message_payload: PayloadHook | None = None
+    on_press: PressHook | None = None
+
+    def parse_message_create(self, data: Any) -> None:
+        super().parse_message_create(data)
+        if self.on_message_payload is not None:
+            try:
+                self.on_message_payload(data)
+            except Exception:
+                _log.exception("discord.message_tap_failed")
+
+    def parse_interaction_create(self, data: Any) -> None:
+        custom_id = str((data.get("data") or {}).get("custom_id", ""))
+        if data.get("type") != 3 or not parse_custom_id(custom_id) or self.on_press is None:
+            super().parse_interaction_create(data)
+            return
+        try:
+            self.on_press(data, discord.Interaction(data=data, state=self))
+        except Exception:
+            _log.exception("discord.press_tap_failed")
+
+
+class SwitchboardClient(discord.Client):
+    """A `discord.Client` on `RoutedHTTP` and `TappedState`, never pinging anyone by default."""
+
+    def __init__(
+        self,
+        *,
+        http: RoutedHTTP,
+        intents: discord.Intents,
+        guild_ready_timeout: float,
+        on_ready: Callable[[], None],
+    ) -> None:
+        super().__init__(
+            intents=intents,
+            allowed_mentions=discord.AllowedMentions.none(),
+            guild_ready_timeout=guild_ready_timeout,
+            max_messages=None,
+            chunk_guilds_at_startup=False,
+        )
+        self.http = http
+        self._connection.http = http
+        self._sb_on_ready = on_ready
+
+    @property
+    def state(self) -> TappedState:
+        state = self._connection
+        assert isinstance(state, TappedState)
+        return state
+
+    def _get_state(self, **options: Any) -> TappedState:
+        return TappedState(
+            dispatch=self.dispatch,
+            handlers=self._handlers,
+            hooks=self._hooks,
+            http=self.http,
+            **options,
+        )
+
+    async def setup_hook(self) -> None:
+        http = self.http
+        if not isinstance(http, RoutedHTTP) or http.gateway_url is not None:
+            return
+        try:
+            _, url, _ = await http.get_bot_gateway()
+        except discord.GatewayNotFound:
+            _log.warning("discord.gateway_lookup_failed", api_base=http.api_base)
+            return
+        http.discovered_gateway = url
+
+    async def on_ready(self) -> None:
+        self._sb_on_ready()

@@ -1,0 +1,172 @@
+"""Pure decisions on Discord gateway payloads: is it for the bot, and what `InboundMessage` is it.
+
+Everything here works on the wire dicts (MESSAGE_CREATE / INTERACTION_CREATE `d` objects), so it is
+tested without a socket. The adapter (`channels/discord.py`) supplies what a payload cannot say on
+its own: whether the channel is a thread the bot owns, and the thread it just created for a mention.
+
+Button custom ids are `q:<question_id>:<option index>`; any process can decode a press from the id
+alone, so presses survive restarts without discord.py's stored views.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+
+__all__ = [
+    "THREAD_NAME_MAX",
+    "BotIdentity",
+    "is_for_bot",
+    "mentions_bot",
+    "parse_custom_id",
+    "press_to_inbound",
+    "question_custom_id",
+    "strip_mention",
+    "thread_name",
+    "to_inbound",
+]
+
+THREAD_NAME_MAX = 100  # Discord rejects longer thread names
+_DEFAULT_THREAD_NAME = "Switchboard"
+_USER_MESSAGE_TYPES = frozenset({0, 19})  # DEFAULT, REPLY; system messages are never for us
+_COMPONENT_INTERACTION = 3
+_CUSTOM_ID = re.compile(r"^q:(?P<qid>[^:]{1,90}):(?P<index>\d{1,2})$")
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is on Discord, as READY reported it."""
+
+    id: str
+    name: str = ""
+
+
+def _author_id(payload: Mapping[str, Any]) -> str:
+    return str((payload.get("author") or {}).get("id", ""))
+
+
+def mentions_bot(payload: Mapping[str, Any], me: BotIdentity) -> bool:
+    """Whether the message mentions the bot (a `<@id>` in the text or a reply that pings it)."""
+    if any(str(user.get("id")) == me.id for user in payload.get("mentions") or ()):
+        return True
+    return re.search(rf"<@!?{re.escape(me.id)}>", payload.get("content") or "") is not None
+
+
+def is_for_bot(payload: Mapping[str, Any], me: BotIdentity, *, in_bot_thread: bool = False) -> bool:
+    """DMs, mentions, and anything inside a thread the bot owns; never a bot's (or our own) words."""
+    author = payload.get("author") or {}
+    if author.get("bot") or payload.get("webhook_id") or _author_id(payload) == me.id:
+        return False
+    if payload.get("type", 0) not in _USER_MESSAGE_TYPES:
+        return False
+    if not payload.get("guild_id"):
+        return True
+    return in_bot_thread or mentions_bot(payload, me)
+
+
+def strip_mention(text: str, bot_id: str) -> str:
+    """The text without the bot's `<@id>` / `<@!id>` mentions, whitespace tidied."""
+    stripped = re.sub(rf"<@!?{re.escape(bot_id)}>", " ", text)
+    return re.sub(r"[ \t]{2,}", " ", stripped).strip()
+
+
+def thread_name(prompt: str) -> str:
+    """A thread title from the prompt's first line, cut at a word within Discord's 100 chars."""
+    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    line = re.sub(r"\s+", " ", line)
+    if not line:
+        return _DEFAULT_THREAD_NAME
+    if len(line) <= THREAD_NAME_MAX:
+        return line
+    cut = line[: THREAD_NAME_MAX - 1]
+    space = cut.rfind(" ")
+    if space > THREAD_NAME_MAX // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def _display_name(user: Mapping[str, Any], member: Mapping[str, Any] | None) -> str:
+    nick = (member or {}).get("nick")
+    return str(nick or user.get("global_name") or user.get("username") or user.get("id", ""))
+
+
+def _attachment(data: Mapping[str, Any]) -> Attachment:
+    content_type = str(data.get("content_type") or "")
+    major = content_type.split("/", 1)[0]
+    kind = major if major in {"image", "audio", "video"} else "file"
+    return Attachment(
+        kind=kind,
+        name=str(data.get("filename", "")),
+        url=str(data.get("url", "")),
+        size=int(data.get("size") or 0),
+    )
+
+
+def to_inbound(
+    payload: Mapping[str, Any], me: BotIdentity, *, chat_id: str | None = None
+) -> InboundMessage:
+    """The normalised message; `chat_id` overrides the channel (the thread made for a mention)."""
+    guild_id = str(payload.get("guild_id") or "")
+    author = payload.get("author") or {}
+    reference = payload.get("message_reference") or {}
+    referenced = payload.get("referenced_message") or {}
+    reply_to = reference.get("message_id") if payload.get("type") == 19 else None
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=chat_id or str(payload["channel_id"]),
+        sender_id=_author_id(payload),
+        sender_name=_display_name(author, payload.get("member")),
+        text=strip_mention(payload.get("content") or "", me.id),
+        provider_message_id=str(payload["id"]),
+        is_dm=not guild_id,
+        mentions_bot=mentions_bot(payload, me),
+        reply_to_id=str(reply_to) if reply_to else None,
+        reply_to_bot=_author_id(referenced) == me.id if referenced else False,
+        attachments=tuple(_attachment(a) for a in payload.get("attachments") or ()),
+        raw=dict(payload),
+    )
+
+
+def question_custom_id(question_id: str, index: int) -> str:
+    return f"q:{question_id}:{index}"
+
+
+def parse_custom_id(custom_id: str) -> tuple[str, int] | None:
+    """(question id, option index) for one of our buttons; None for anything else."""
+    match = _CUSTOM_ID.match(custom_id)
+    if match is None:
+        return None
+    return match["qid"], int(match["index"])
+
+
+def press_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
+    """A press on one of our question buttons, as a message from the presser; None otherwise."""
+    if payload.get("type") != _COMPONENT_INTERACTION:
+        return None
+    parsed = parse_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
+    if parsed is None:
+        return None
+    member = payload.get("member")
+    user = (member or {}).get("user") or payload.get("user") or {}
+    guild_id = str(payload.get("guild_id") or "")
+    channel_id = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
+    message = payload.get("message") or {}
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=str(channel_id),
+        sender_id=str(user.get("id", "")),
+        sender_name=_display_name(user, member),
+        text="",
+        provider_message_id=str(message.get("id") or payload["id"]),
+        is_dm=not guild_id,
+        button=ButtonPress(
+            question_id=parsed[0], option_index=parsed[1], interaction_id=str(payload["id"])
+        ),
+        raw=dict(payload),
+    )

@@ -1,0 +1,373 @@
+"""The Slack adapter: one slack-bolt `AsyncApp` fed by Socket Mode or the Events API.
+
+Both transports end in the same `AsyncApp.async_dispatch`: Socket Mode through bolt's socket-mode
+handler (a tracked task started by `start()`), the Events API through `handle_webhook`, which the
+service mounts at `POST /slack/events` (it checks the signature and the body's shape first, since
+bolt answers 500 to a body it cannot parse). Bolt verifies signatures, answers `url_verification`
+and, with `process_before_response=False`, acks before our listener runs; the listener only turns
+the payload into an `InboundMessage` (pure functions in `slack_events.py`) and hands it to
+`deliver`.
+Retried deliveries carry the same `event_id` and the same channel + ts, so the manager's dedupe
+answers each message once, including the `message` twin of an `app_mention`.
+
+Replies arrive rendered as mrkdwn and chunked to `LIMITS.max_len`; 429s are retried by slack-sdk's
+rate-limit handler, which sleeps for `Retry-After`. slack-sdk errors become `switchboard.errors`
+here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any
+
+import aiohttp
+import structlog
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.internals import parse_body
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from channels.adapter import (
+    AckKind,
+    Capabilities,
+    Chunk,
+    Deliver,
+    Markup,
+    QuestionPrompt,
+    SentRef,
+)
+from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.slack.blocks import question_blocks
+from channels.slack.events import (
+    BUTTON_PREFIX,
+    BotIdentity,
+    is_for_bot,
+    parse_button_value,
+    to_inbound,
+)
+from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
+
+__all__ = [
+    "DEFAULT_API_BASE",
+    "LIMITS",
+    "BotIdentity",
+    "SlackAdapter",
+    "is_for_bot",
+    "parse_button_value",
+    "question_blocks",
+    "to_inbound",
+]
+
+_log = structlog.get_logger(__name__)
+
+DEFAULT_API_BASE = "https://slack.com/api/"
+LIMITS = Capabilities(
+    max_len=4000,
+    len_unit="chars",
+    markup=Markup.SLACK_MRKDWN,
+    can_edit=True,
+    buttons=True,
+    reactions=True,
+)
+
+_ACK_REACTIONS = {AckKind.RECEIVED: "eyes", AckKind.QUEUED: "hourglass_flowing_sand"}
+_AUTH_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
+)
+_API_TIMEOUT_S = 15
+_PLATFORM = str(Platform.SLACK)
+
+
+class SlackAdapter:
+    """Satisfies `channels.base.Adapter` for Slack. Socket Mode when `app_token` is given, the
+    Events API (`handle_webhook`) when `signing_secret` is; both may be set."""
+
+    platform = Platform.SLACK
+    capabilities = LIMITS
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        deliver: Deliver,
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        api_base: str = DEFAULT_API_BASE,
+    ) -> None:
+        if not bot_token:
+            raise ConfigError("SLACK_BOT_TOKEN is empty")
+        if not (app_token or signing_secret):
+            raise ConfigError("Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET")
+        self._deliver = deliver
+        self._app_token = app_token
+        self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
+        self._client = AsyncWebClient(
+            token=bot_token,
+            base_url=api_base if api_base.endswith("/") else api_base + "/",
+            timeout=_API_TIMEOUT_S,
+            retry_handlers=[
+                AsyncConnectionErrorRetryHandler(),
+                AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            ],
+        )
+        self._app = AsyncApp(
+            client=self._client,
+            # An empty string stops bolt from reading SLACK_SIGNING_SECRET behind our back.
+            signing_secret=signing_secret or "",
+            request_verification_enabled=bool(signing_secret),
+            process_before_response=False,
+            ssl_check_enabled=bool(signing_secret),
+            name="switchboard",
+        )
+        self._app.event("app_mention")(self._on_event)
+        self._app.event("message")(self._on_event)
+        self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
+        self._http = AsyncSlackRequestHandler(self._app)
+        self._socket: AsyncSocketModeHandler | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._me: BotIdentity | None = None
+        self._me_lock = asyncio.Lock()
+        self._stopped = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Learn who we are (`auth.test`), then connect Socket Mode in a tracked task.
+
+        The first Socket Mode URL is fetched here, so a refused app token fails start-up
+        instead of leaving slack-sdk's connect loop retrying in the background forever."""
+        me = await self._identity()
+        if self._app_token and self._socket is None:
+            opened = await self._api(self._client.apps_connections_open(app_token=self._app_token))
+            self._socket = AsyncSocketModeHandler(
+                self._app, app_token=self._app_token, web_client=self._client
+            )
+            self._socket.client.wss_uri = str(opened["url"])
+            self._connect_task = asyncio.create_task(
+                self._socket.connect_async(), name="slack:socket-mode"
+            )
+        _log.info(
+            "slack.started",
+            team_id=me.team_id,
+            bot_user_id=me.user_id,
+            socket_mode=self._socket is not None,
+            events_api=self._verifier is not None,
+        )
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._connect_task is not None and not self._connect_task.done():
+            self._connect_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect_task
+        if self._socket is not None:
+            with contextlib.suppress(Exception):
+                await self._socket.close_async()
+        _log.info("slack.stopped")
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    async def handle_webhook(self, request: Request) -> Response:
+        """The Events API endpoint (`POST /slack/events`): 401 for a bad or stale signature,
+        400 for a body that is not a Slack payload, otherwise bolt's answer (an immediate ack,
+        or the `url_verification` challenge)."""
+        if self._verifier is None:
+            return JSONResponse({"error": "events API not enabled"}, status_code=404)
+        body = await request.body()
+        if not _signed(self._verifier, body, request.headers):
+            _log.info("slack.webhook_rejected", reason="signature")
+            return JSONResponse({"error": "invalid request"}, status_code=401)
+        if not _well_formed(body, request.headers.get("content-type")):
+            _log.info("slack.webhook_rejected", reason="malformed")
+            return JSONResponse({"error": "malformed body"}, status_code=400)
+        return await self._http.handle(request)
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        msg = to_inbound(body, await self._identity())
+        if msg is None:
+            return
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=msg.chat_id, event_id=body.get("event_id")
+        )
+        _log.debug("slack.event_received", kind=(body.get("event") or {}).get("type"))
+        await self._deliver(msg)
+
+    async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        msg = to_inbound(body, await self._identity())
+        if msg is None:
+            return
+        structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
+        _log.debug("slack.button_pressed")
+        await self._deliver(msg)
+
+    async def _identity(self) -> BotIdentity:
+        async with self._me_lock:
+            if self._me is None:
+                resp = await self._api(self._client.auth_test())
+                self._me = BotIdentity(
+                    user_id=str(resp.get("user_id") or ""),
+                    bot_id=str(resp.get("bot_id") or ""),
+                    team_id=str(resp.get("team_id") or ""),
+                )
+            return self._me
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
+        ids = [await self._post(target, chunk.text) for chunk in chunks]
+        return SentRef(target.chat_id, tuple(ids))
+
+    async def ask(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
+    ) -> SentRef:
+        *first, last = chunks or [Chunk(text="", plain="")]
+        ids = [await self._post(target, chunk.text) for chunk in first]
+        fallback = last.text or "Choose an option:"
+        ids.append(await self._post(target, fallback, blocks=question_blocks(last.text, prompt)))
+        return SentRef(target.chat_id, tuple(ids))
+
+    async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
+        await self._api(
+            self._client.chat_update(
+                channel=target.chat_id, ts=message_id, text=chunk.text, blocks=[]
+            )
+        )
+
+    async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
+        """A reaction on the sender's message. Best effort: a missing emoji must never cost the
+        reply, so failures are logged, not raised."""
+        if msg.button is not None:
+            return
+        try:
+            await self._api(
+                self._client.reactions_add(
+                    channel=msg.chat_id,
+                    timestamp=msg.provider_message_id,
+                    name=_ACK_REACTIONS[kind],
+                )
+            )
+        except PlatformError as exc:
+            if exc.code != "already_reacted":
+                _log.warning("slack.reaction_failed", code=exc.code, kind=str(kind))
+
+    @contextlib.asynccontextmanager
+    async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        """Slack has no typing indicator for bots: the Web API offers none, and
+        `assistant.threads.setStatus` only works in Agents & Assistants threads (other channels
+        reject it). The 👀 reaction on receipt is the "working on it" signal instead."""
+        yield
+
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+        safe = _escape(text)
+        if private and not msg.is_dm:
+            await self._ephemeral(msg, safe)
+            return
+        await self._post(msg.target, safe)
+
+    async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
+        """Bolt already acked the press; only a notice (shown to the presser alone) is left."""
+        if notice:
+            await self._ephemeral(msg, _escape(notice))
+
+    async def is_workspace_admin(self, msg: InboundMessage) -> bool:
+        resp = await self._api(self._client.users_info(user=msg.sender_id))
+        user = resp.get("user") or {}
+        return any(bool(user.get(k)) for k in ("is_admin", "is_owner", "is_primary_owner"))
+
+    # -- Web API -----------------------------------------------------------------------------
+
+    async def _post(
+        self, target: ReplyTarget, text: str, *, blocks: list[dict[str, Any]] | None = None
+    ) -> str:
+        resp = await self._api(
+            self._client.chat_postMessage(
+                channel=target.chat_id,
+                text=text,
+                blocks=blocks,
+                thread_ts=target.thread_anchor,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        )
+        return str(resp.get("ts") or "")
+
+    async def _ephemeral(self, msg: InboundMessage, text: str) -> None:
+        await self._api(
+            self._client.chat_postEphemeral(
+                channel=msg.chat_id, user=msg.sender_id, text=text, thread_ts=msg.thread_anchor
+            )
+        )
+
+    async def _api(self, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
+        """Await one Web API call, translating slack-sdk and transport errors."""
+        try:
+            return await call
+        except SlackApiError as exc:
+            raise _translate(exc) from exc
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            raise PlatformError(
+                f"Slack unreachable: {type(exc).__name__}", platform=_PLATFORM, code="network"
+            ) from exc
+
+
+def _escape(text: str) -> str:
+    """Plain text → mrkdwn that Slack shows literally (its only three escapes)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _signed(verifier: SignatureVerifier, body: bytes, headers: Mapping[str, str]) -> bool:
+    """Slack's HMAC check; a garbled timestamp or non-UTF-8 body is a bad signature too."""
+    try:
+        return verifier.is_valid_request(body, dict(headers))
+    except (UnicodeDecodeError, ValueError):
+        return False
+
+
+def _well_formed(body: bytes, content_type: str | None) -> bool:
+    """Whether bolt can parse the body into a payload object (it would raise, giving a 500)."""
+    try:
+        payload = parse_body(body.decode("utf-8"), (content_type or "").split(";")[0].strip())
+    except (UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(payload, Mapping) or not payload:
+        return False
+    event = payload.get("event")
+    return event is None or isinstance(event, Mapping)
+
+
+def _translate(exc: SlackApiError) -> PlatformError:
+    resp = exc.response
+    code = str(resp.get("error") or resp.status_code) if resp is not None else "unknown"
+    if resp is not None and (resp.status_code == 429 or code == "ratelimited"):
+        retry_after = _retry_after(resp.headers)
+        return PlatformRateLimited(
+            "Slack rate limit", platform=_PLATFORM, retry_after=retry_after, code=429
+        )
+    if code in _AUTH_ERRORS:
+        return PlatformAuthError(f"Slack refused the token: {code}", platform=_PLATFORM, code=code)
+    return PlatformError(f"Slack API error: {code}", platform=_PLATFORM, code=code)
+
+
+def _retry_after(headers: Mapping[str, Any]) -> float:
+    for key, value in headers.items():
+        if key.lower() == "retry-after":
+            raw = value[0] if isinstance(value, list | tuple) else value
+            with contextlib.suppress(TypeError, ValueError):
+                return float(raw)
+    return 1.0

@@ -1,0 +1,64 @@
+"""Block Kit for clarification questions: the question text, then one button per option.
+
+Each button's action_id and value are `q:<question_id>:<index>` (`slack_events.button_value`), which
+the adapter's action listener matches and `to_inbound` turns back into a `ButtonPress`. Block Kit's
+limits are Slack's: section text ≤ 3000 chars, ≤ 25 elements per actions block, labels ≤ 75 chars.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.adapter import QuestionPrompt
+from channels.slack.events import BUTTON_PREFIX, button_value
+
+__all__ = ["question_blocks"]
+
+_SECTION_MAX = 3000  # Block Kit section text limit
+_BUTTONS_PER_BLOCK = 25  # Block Kit actions block limit
+_BUTTON_TEXT_MAX = 75  # Block Kit button label limit
+
+
+def question_blocks(text: str, prompt: QuestionPrompt) -> list[dict[str, Any]]:
+    """Block Kit for a question: its text in sections, then one button per option whose
+    action_id and value are `q:<question_id>:<index>`."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": part}}
+        for part in _split_section(text)
+    ]
+    buttons = [
+        {
+            "type": "button",
+            "text": {"type": "plain_text", "text": _label(option), "emoji": True},
+            "action_id": button_value(prompt.question_id, i),
+            "value": button_value(prompt.question_id, i),
+        }
+        for i, option in enumerate(prompt.options)
+    ]
+    for start in range(0, len(buttons), _BUTTONS_PER_BLOCK):
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"{BUTTON_PREFIX}{prompt.question_id}:{start // _BUTTONS_PER_BLOCK}",
+                "elements": buttons[start : start + _BUTTONS_PER_BLOCK],
+            }
+        )
+    return blocks
+
+
+def _split_section(text: str) -> list[str]:
+    """Section texts ≤ 3000 chars, cut at line ends where possible (a chunk may be 4000)."""
+    parts: list[str] = []
+    while len(text) > _SECTION_MAX:
+        cut = text.rfind("\n", 0, _SECTION_MAX)
+        cut = cut if cut > 0 else _SECTION_MAX
+        parts.append(text[:cut])
+        text = text[cut:].lstrip("\n")
+    if text.strip():
+        parts.append(text)
+    return parts
+
+
+def _label(option: str) -> str:
+    option = option.strip() or "…"
+    return option if len(option) <= _BUTTON_TEXT_MAX else option[: _BUTTON_TEXT_MAX - 1] + "…"

@@ -1,0 +1,208 @@
+"""Slack payloads → `InboundMessage`: pure functions over the dicts Slack sends.
+
+Kept apart from the adapter's I/O so every rule here is tested on plain payload dicts
+(tests/unit/channels/test_slack_events.py). What the bot sees:
+
+| event                                   | delivered as                                          |
+|-----------------------------------------|-------------------------------------------------------|
+| `app_mention` in a channel              | mentions_bot, thread_anchor = thread_ts or ts          |
+| `message` in a DM (`channel_type: im`)  | is_dm, thread_anchor = thread_ts (None at top level)   |
+| `message` in a channel thread           | mentions_bot False, thread_anchor = thread_ts: the     |
+|                                         | manager serves it only if that thread is already ours  |
+| `message` twin of an `app_mention`      | the same message as the mention (same channel + ts),   |
+|                                         | so the manager's dedupe answers it once                |
+| `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
+
+Bots (including ourselves), edits, deletions and other subtypes are dropped; `file_share` and
+`thread_broadcast` carry a person's words and are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+
+__all__ = [
+    "BUTTON_PREFIX",
+    "BotIdentity",
+    "button_value",
+    "is_for_bot",
+    "parse_button_value",
+    "to_inbound",
+]
+
+BUTTON_PREFIX = "q:"
+"""Clarification buttons carry `q:<question_id>:<option index>` as action_id and value."""
+
+_USER_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is in a workspace, from `auth.test`."""
+
+    user_id: str
+    bot_id: str = ""
+    team_id: str = ""
+
+
+def button_value(question_id: str, index: int) -> str:
+    return f"{BUTTON_PREFIX}{question_id}:{index}"
+
+
+def parse_button_value(value: str) -> tuple[str, int] | None:
+    """`q:<question_id>:<index>` → (question_id, index); None for anything else."""
+    if not value.startswith(BUTTON_PREFIX):
+        return None
+    question_id, sep, index = value[len(BUTTON_PREFIX) :].rpartition(":")
+    if not sep or not question_id or not index.isdigit():
+        return None
+    return question_id, int(index)
+
+
+def is_for_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
+    """Whether a Slack event (the inner `event` object) is a person talking to, or possibly
+    near, the bot. Thread replies without a mention pass: only the manager knows (from Redis)
+    whether the bot is in that thread."""
+    kind = event.get("type")
+    if kind not in ("app_mention", "message"):
+        return False
+    if _from_a_bot(event, me):
+        return False
+    subtype = event.get("subtype")
+    if subtype is not None and subtype not in _USER_SUBTYPES:
+        return False
+    if not event.get("user") or not event.get("channel") or not event.get("ts"):
+        return False
+    if kind == "app_mention" or event.get("channel_type") == "im":
+        return True
+    if _mentions(str(event.get("text") or ""), me.user_id):
+        return True
+    thread_ts = event.get("thread_ts")
+    return bool(thread_ts) and thread_ts != event.get("ts")
+
+
+def to_inbound(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """A whole request body (Events API `event_callback` or a `block_actions` payload) as the
+    normalised message, or None when it is not for the bot."""
+    if body.get("type") == "block_actions":
+        return _button_press(body, me)
+    event = body.get("event")
+    if not isinstance(event, Mapping) or not is_for_bot(event, me):
+        return None
+    channel, ts = str(event["channel"]), str(event["ts"])
+    raw_text = str(event.get("text") or "")
+    is_dm = event.get("channel_type") == "im"
+    thread_ts = event.get("thread_ts") or None
+    event_id = body.get("event_id")
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str(body.get("team_id") or event.get("team") or me.team_id),
+        chat_id=channel,
+        sender_id=str(event["user"]),
+        sender_name=_display_name(event),
+        text=_clean_text(raw_text, me.user_id),
+        provider_message_id=ts,
+        is_dm=is_dm,
+        mentions_bot=event.get("type") == "app_mention" or _mentions(raw_text, me.user_id),
+        thread_anchor=thread_ts if is_dm else (thread_ts or ts),
+        attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
+        event_ids=(str(event_id),) if event_id else (),
+        raw=body,
+    )
+
+
+def _button_press(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    action = next(
+        (
+            a
+            for a in body.get("actions") or ()
+            if isinstance(a, Mapping) and str(a.get("action_id", "")).startswith(BUTTON_PREFIX)
+        ),
+        None,
+    )
+    if action is None:
+        return None
+    parsed = parse_button_value(str(action.get("value") or action.get("action_id") or ""))
+    user = body.get("user") or {}
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    question_ts = str(container.get("message_ts") or message.get("ts") or "")
+    if parsed is None or not user.get("id") or not channel or not question_ts:
+        return None
+    question_id, index = parsed
+    is_dm = channel.startswith("D")
+    thread_ts = container.get("thread_ts") or message.get("thread_ts") or None
+    label = action.get("text") or {}
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str((body.get("team") or {}).get("id") or user.get("team_id") or me.team_id),
+        chat_id=channel,
+        sender_id=str(user["id"]),
+        sender_name=str(user.get("name") or user.get("username") or user["id"]),
+        text=str(label.get("text") or "") if isinstance(label, Mapping) else "",
+        provider_message_id=question_ts,
+        is_dm=is_dm,
+        thread_anchor=thread_ts if is_dm else (thread_ts or question_ts),
+        reply_to_id=question_ts,
+        reply_to_bot=True,
+        button=ButtonPress(
+            question_id=question_id,
+            option_index=index,
+            interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
+        ),
+        raw=body,
+    )
+
+
+def _from_a_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
+    return bool(
+        event.get("bot_id")
+        or event.get("bot_profile")
+        or event.get("subtype") == "bot_message"
+        or (me.user_id and event.get("user") == me.user_id)
+    )
+
+
+def _mention_pattern(user_id: str) -> re.Pattern[str]:
+    return re.compile(rf"\s*<@{re.escape(user_id)}(?:\|[^>]*)?>\s*")
+
+
+def _mentions(text: str, user_id: str) -> bool:
+    return bool(user_id) and _mention_pattern(user_id).search(text) is not None
+
+
+def _clean_text(text: str, bot_user_id: str) -> str:
+    """Drop the bot mention and undo Slack's three escapes (`&lt;`, `&gt;`, `&amp;`), so the
+    agent reads what the person typed; the renderer escapes again on the way out."""
+    if bot_user_id:
+        text = _mention_pattern(bot_user_id).sub(" ", text)
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return _SPACES.sub(" ", text).strip()
+
+
+def _display_name(event: Mapping[str, Any]) -> str:
+    profile = event.get("user_profile") or {}
+    for key in ("display_name", "real_name", "name"):
+        value = profile.get(key) if isinstance(profile, Mapping) else None
+        if value:
+            return str(value)
+    return str(event["user"])
+
+
+def _attachment(file: Mapping[str, Any]) -> Attachment:
+    mimetype = str(file.get("mimetype") or "")
+    major = mimetype.partition("/")[0]
+    kind = major if major in ("image", "audio", "video") else "file"
+    return Attachment(
+        kind=kind,
+        name=str(file.get("name") or ""),
+        url=str(file.get("url_private") or ""),
+        size=int(file.get("size") or 0),
+    )

@@ -1,0 +1,409 @@
+"""Telegram adapter (aiogram 3): polling or webhook into one Dispatcher, replies in HTML.
+
+The Bot talks to `api_base` through an `AiohttpSession` (`TelegramAPIServer.from_base`), the one
+seam a self-hosted Bot API server or the tests' fake server needs. Polling and the webhook route
+feed the same Dispatcher, whose two handlers only build `InboundMessage`s (pure functions in
+`telegram_inbound.py`) and hand them to `deliver`.
+
+Every outgoing call goes through `BotCalls` (`telegram_calls.py`): paced per chat, retried after
+each 429's `retry_after`, HTML with a plain-text fallback, and translated to `switchboard.errors`
+at the public methods below, with the token scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import html
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+import structlog
+from aiogram import Bot, Dispatcher, Router
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import AiogramError, TelegramBadRequest
+from aiogram.methods import (
+    AnswerCallbackQuery,
+    DeleteWebhook,
+    EditMessageText,
+    GetChatMember,
+    GetMe,
+    SendChatAction,
+    SendMessage,
+    SetMessageReaction,
+    SetMyCommands,
+    SetWebhook,
+)
+from aiogram.types import (
+    BotCommand,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReactionTypeEmoji,
+    ReplyParameters,
+    Update,
+)
+from aiogram.utils.token import TokenValidationError
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from channels.adapter import (
+    AckKind,
+    Capabilities,
+    Chunk,
+    Deliver,
+    Markup,
+    QuestionPrompt,
+    SentRef,
+)
+from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.telegram.calls import BotCalls
+from channels.telegram.errors import TokenRedaction, is_not_modified
+from channels.telegram.inbound import (
+    BotIdentity,
+    callback_data,
+    is_for_bot,
+    to_inbound,
+    wants_text_notice,
+)
+from switchboard.errors import ConfigError, PlatformError
+
+__all__ = ["LIMITS", "BotIdentity", "TelegramAdapter", "is_for_bot", "to_inbound"]
+
+LIMITS = Capabilities(
+    max_len=4096,
+    len_unit="utf16",
+    markup=Markup.TELEGRAM_HTML,
+    can_edit=True,
+    buttons=True,
+    reactions=True,
+)
+BOT_COMMANDS = (
+    ("help", "What I can do"),
+    ("new", "Start a fresh conversation here"),
+    ("status", "Show this conversation's state"),
+    ("stop", "Cancel the answer in progress"),
+    ("link", "Link this chat to a Switchboard account"),
+    ("unlink", "Remove a link you created"),
+)
+UNSUPPORTED_TEXT = "I can only read text for now."
+QUEUED_TEXT = "Got it — I'll answer this right after the current reply."
+STALE_BUTTON_TEXT = "This button no longer works."
+WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+_ALLOWED_UPDATES = ["message", "callback_query"]
+_TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for ~5 s per sendChatAction
+_POLL_TIMEOUT_S = 25
+_STOP_TIMEOUT_S = 10.0
+_REACTION = "👀"
+_MAX_LABEL = 60
+_ADMIN_STATUSES = frozenset({"creator", "administrator"})
+
+_log = structlog.get_logger(__name__)
+
+
+class TelegramAdapter:
+    """Satisfies `channels.base.Adapter` for one bot token."""
+
+    platform = Platform.TELEGRAM
+    capabilities = LIMITS
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        deliver: Deliver,
+        api_base: str = "https://api.telegram.org",
+        mode: Literal["polling", "webhook"] = "polling",
+        webhook_url: str | None = None,
+        webhook_secret: str | None = None,
+    ) -> None:
+        if mode == "webhook" and not (webhook_url and webhook_secret):
+            raise ConfigError(
+                "TELEGRAM_MODE=webhook needs a public URL and TELEGRAM_WEBHOOK_SECRET"
+            )
+        try:
+            session = AiohttpSession(api=TelegramAPIServer.from_base(api_base))
+            self._bot = Bot(token, session=session)
+        except TokenValidationError:
+            raise ConfigError("TELEGRAM_BOT_TOKEN is not a valid bot token") from None
+        self._api = BotCalls(bot=self._bot, token=token)
+        self._deliver = deliver
+        self._mode = mode
+        self._webhook_url = webhook_url
+        self._webhook_secret = webhook_secret
+        self._redaction = TokenRedaction(token)
+        self._me: BotIdentity | None = None
+        self._polling: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False
+        router = Router(name="switchboard")
+        router.message.register(self._on_message)
+        router.callback_query.register(self._on_press)
+        self._dispatcher = Dispatcher(disable_fsm=True)
+        self._dispatcher.include_router(router)
+
+    @property
+    def identity(self) -> BotIdentity | None:
+        """The bot's id and username, known after `start`."""
+        return self._me
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._redaction.install()
+        with self._api.translated("start"):
+            me = await self._api.call(GetMe())
+            self._me = BotIdentity(id=me.id, username=me.username or "")
+            commands = [BotCommand(command=name, description=text) for name, text in BOT_COMMANDS]
+            await self._api.call(SetMyCommands(commands=commands))
+            if self._mode == "webhook":
+                await self._api.call(
+                    SetWebhook(
+                        url=self._webhook_url or "",
+                        secret_token=self._webhook_secret,
+                        allowed_updates=_ALLOWED_UPDATES,
+                    )
+                )
+            else:
+                await self._api.call(DeleteWebhook(drop_pending_updates=False))
+                self._polling = asyncio.create_task(self._poll(), name="telegram:polling")
+                self._polling.add_done_callback(_polling_ended)
+        _log.info("telegram.started", mode=self._mode, bot_id=me.id, username=me.username)
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        polling, self._polling = self._polling, None
+        if polling is not None:
+            try:
+                await asyncio.wait_for(self._dispatcher.stop_polling(), _STOP_TIMEOUT_S)
+            except (RuntimeError, TimeoutError):
+                polling.cancel()  # polling had not started yet, or would not stop
+            await asyncio.wait({polling}, timeout=_STOP_TIMEOUT_S)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=_STOP_TIMEOUT_S)
+        await self._bot.session.close()
+        self._redaction.remove()
+        _log.info("telegram.stopped")
+
+    async def _poll(self) -> None:
+        await self._dispatcher.start_polling(
+            self._bot,
+            handle_signals=False,
+            close_bot_session=False,
+            polling_timeout=_POLL_TIMEOUT_S,
+            allowed_updates=_ALLOWED_UPDATES,
+        )
+
+    async def handle_webhook(self, request: Request) -> Response:
+        """POST /telegram/webhook: check the secret in constant time, feed the Dispatcher."""
+        given = request.headers.get(WEBHOOK_SECRET_HEADER, "").encode()
+        secret = (self._webhook_secret or "").encode()
+        if not secret or not hmac.compare_digest(given, secret):
+            _log.warning("telegram.webhook_rejected", reason="secret")
+            return Response(status_code=401)
+        if self._me is None:
+            return Response(status_code=503)
+        try:
+            data = json.loads(await request.body())
+            if not isinstance(data, dict):
+                raise ValueError("update is not an object")
+            update = Update.model_validate(data, context={"bot": self._bot})
+        except (ValueError, ValidationError):  # json and pydantic errors both subclass ValueError
+            _log.warning("telegram.webhook_rejected", reason="malformed")
+            return Response(status_code=400)
+        await self._dispatcher.feed_update(self._bot, update)
+        return Response(status_code=200)
+
+    # -- inbound --------------------------------------------------------------------------------
+
+    async def _on_message(self, message: Message, event_update: Update) -> None:
+        me = self._me
+        if me is None:
+            return
+        inbound = to_inbound(event_update, me)
+        if inbound is not None:
+            await self._hand_over(inbound)
+            return
+        if wants_text_notice(event_update, me):
+            target = ReplyTarget(platform=self.platform, chat_id=str(message.chat.id))
+            try:
+                await self.send(target, [_plain_chunk(UNSUPPORTED_TEXT)])
+            except PlatformError as exc:
+                _log.warning("telegram.notice_failed", code=exc.code)
+
+    async def _on_press(self, query: CallbackQuery, event_update: Update) -> None:
+        me = self._me
+        inbound = None if me is None else to_inbound(event_update, me)
+        if inbound is not None:
+            await self._hand_over(inbound)
+            return
+        _log.info("telegram.button_rejected", reason="bad_callback_data")
+        try:
+            with self._api.translated("answerCallbackQuery"):
+                await self._api.call(
+                    AnswerCallbackQuery(callback_query_id=query.id, text=STALE_BUTTON_TEXT)
+                )
+        except PlatformError as exc:
+            _log.warning("telegram.button_answer_failed", code=exc.code)
+
+    async def _hand_over(self, inbound: InboundMessage) -> None:
+        with structlog.contextvars.bound_contextvars(
+            platform=str(self.platform), chat_id=inbound.chat_id, event_id=inbound.event_ids[0]
+        ):
+            _log.debug("message.received", button=inbound.button is not None)
+            await self._deliver(inbound)
+
+    # -- outbound -------------------------------------------------------------------------------
+
+    async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
+        return await self._send_all(target, chunks, keyboard=None)
+
+    async def ask(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
+    ) -> SentRef:
+        rows = [
+            [
+                InlineKeyboardButton(
+                    text=_label(option), callback_data=callback_data(prompt.question_id, i)
+                )
+            ]
+            for i, option in enumerate(prompt.options)
+        ]
+        keyboard = InlineKeyboardMarkup(inline_keyboard=rows)
+        return await self._send_all(target, chunks or [_plain_chunk("?")], keyboard=keyboard)
+
+    async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
+        fields: dict[str, Any] = {
+            "chat_id": int(target.chat_id),
+            "message_id": int(message_id),
+            "reply_markup": InlineKeyboardMarkup(inline_keyboard=[]),  # drops the buttons
+        }
+        with self._api.translated("editMessageText"):
+            try:
+                await self._api.html(EditMessageText, fields, chunk, pace=target.chat_id)
+            except TelegramBadRequest as exc:
+                if not is_not_modified(exc):
+                    raise
+
+    @contextlib.asynccontextmanager
+    async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        task = asyncio.create_task(self._keep_typing(target), name="telegram:typing")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+
+    async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
+        if kind is not AckKind.QUEUED or msg.button is not None:
+            return
+        try:
+            with self._api.translated("setMessageReaction"):
+                await self._api.call(
+                    SetMessageReaction(
+                        chat_id=int(msg.chat_id),
+                        message_id=int(msg.provider_message_id),
+                        reaction=[ReactionTypeEmoji(emoji=_REACTION)],
+                    )
+                )
+            return
+        except PlatformError as exc:
+            _log.info("telegram.reaction_failed", code=exc.code)
+        target = replace(msg.target, reply_to_id=msg.provider_message_id)
+        await self.send(target, [_plain_chunk(QUEUED_TEXT)])
+
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+        chunk = _plain_chunk(text)
+        if private and not msg.is_dm:
+            try:
+                dm = ReplyTarget(platform=self.platform, chat_id=msg.sender_id)
+                await self.send(dm, [chunk])
+                return
+            except PlatformError as exc:
+                _log.info("telegram.private_notice_failed", code=exc.code)
+        await self.send(msg.target, [chunk])
+
+    async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
+        if msg.button is None or not msg.button.interaction_id:
+            return
+        method = AnswerCallbackQuery(
+            callback_query_id=msg.button.interaction_id,
+            text=notice,
+            show_alert=notice is not None,
+        )
+        try:
+            with self._api.translated("answerCallbackQuery"):
+                await self._api.call(method)
+        except PlatformError as exc:
+            if exc.code != 400:  # 400: the query is too old to answer; nothing is lost
+                raise
+            _log.info("telegram.button_answer_failed", code=exc.code)
+
+    async def is_workspace_admin(self, msg: InboundMessage) -> bool:
+        if msg.is_dm:
+            return True  # a private chat is the sender's own
+        with self._api.translated("getChatMember"):
+            member = await self._api.call(
+                GetChatMember(chat_id=int(msg.chat_id), user_id=int(msg.sender_id))
+            )
+        return str(member.status) in _ADMIN_STATUSES
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    async def _send_all(
+        self, target: ReplyTarget, chunks: Sequence[Chunk], *, keyboard: InlineKeyboardMarkup | None
+    ) -> SentRef:
+        ids: list[str] = []
+        with self._api.translated("sendMessage"):
+            for i, chunk in enumerate(chunks):
+                fields: dict[str, Any] = {"chat_id": int(target.chat_id)}
+                if target.is_topic and target.thread_anchor:
+                    fields["message_thread_id"] = int(target.thread_anchor)
+                if i == 0 and target.reply_to_id:
+                    fields["reply_parameters"] = ReplyParameters(
+                        message_id=int(target.reply_to_id), allow_sending_without_reply=True
+                    )
+                if keyboard is not None and i == len(chunks) - 1:
+                    fields["reply_markup"] = keyboard
+                sent = await self._api.html(SendMessage, fields, chunk, pace=target.chat_id)
+                ids.append(str(sent.message_id))
+        return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
+
+    async def _keep_typing(self, target: ReplyTarget) -> None:
+        fields: dict[str, Any] = {"chat_id": int(target.chat_id), "action": "typing"}
+        if target.is_topic and target.thread_anchor:
+            fields["message_thread_id"] = int(target.thread_anchor)
+        while True:
+            try:
+                await self._api.bot(SendChatAction(**fields))
+            except AiogramError as exc:  # typing is cosmetic; never let it break a turn
+                _log.debug("telegram.typing_failed", error=type(exc).__name__)
+            await asyncio.sleep(_TYPING_EVERY_S)
+
+
+def _plain_chunk(text: str) -> Chunk:
+    return Chunk(text=html.escape(text, quote=False), plain=text)
+
+
+def _label(option: str) -> str:
+    """A button caption; Telegram clips or rejects long ones, so we clip first."""
+    return option if len(option) <= _MAX_LABEL else option[: _MAX_LABEL - 1] + "…"
+
+
+def _polling_ended(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        # the type only: aiogram messages may quote request URLs, which carry the token
+        _log.error("telegram.polling_failed", error=type(task.exception()).__name__)

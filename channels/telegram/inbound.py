@@ -1,0 +1,344 @@
+"""Pure decisions about Telegram updates: is it for the bot, and what `InboundMessage` is it.
+
+No I/O here, so every rule is tested on payload dicts (`tests/unit/channels/test_telegram_*`).
+Functions accept either wire-format dicts or aiogram objects; dicts are validated into aiogram
+types first, so both go through the same code.
+
+Rules (DESIGN.md's thread table):
+- private chat: every human message with text (or a caption); the chat is the conversation;
+- group: only a mention of `@botname`, a reply to one of the bot's messages, or a command
+  addressed to us (`/cmd@botname`, or a plain `/cmd` we know); `/cmd@OtherBot` is never ours;
+- a new group chain is anchored at the mentioning message; a reply to the bot is anchored at the
+  bot message it replies to (the manager maps that id to its thread first);
+- a forum topic (`is_topic_message`) is one conversation anchored at `message_thread_id`.
+  Telegram makes every topic message a "reply" to the topic's creation message; that is not a
+  reply to anyone.
+- button presses carry `q:<question_id>:<index>` callback data, parsed strictly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aiogram.types import CallbackQuery, Message, MessageEntity, Update
+
+from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+
+__all__ = [
+    "KNOWN_COMMANDS",
+    "BotIdentity",
+    "callback_data",
+    "is_for_bot",
+    "parse_callback_data",
+    "to_inbound",
+    "wants_text_notice",
+]
+
+KNOWN_COMMANDS = frozenset({"help", "new", "status", "stop", "link", "unlink", "start"})
+"""Plain `/cmd` (no `@botname`) in a group is ours only for these: other bots' commands in a
+shared group must not start our conversations."""
+
+_GROUP_TYPES = frozenset({"group", "supergroup"})
+_QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,12}")
+_CALLBACK = re.compile(r"q:([A-Za-z0-9_-]{1,12}):(\d{1,2})")
+_COMMAND = re.compile(r"/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?")
+_MEDIA_KINDS = (
+    ("photo", "image"),
+    ("document", "file"),
+    ("video", "video"),
+    ("animation", "video"),
+    ("audio", "audio"),
+    ("voice", "audio"),
+    ("video_note", "video"),
+    ("sticker", "sticker"),
+)
+_NON_TEXT = frozenset(
+    {
+        "photo",
+        "document",
+        "video",
+        "animation",
+        "audio",
+        "voice",
+        "video_note",
+        "sticker",
+        "location",
+        "venue",
+        "contact",
+        "poll",
+        "dice",
+        "story",
+        "game",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is, from `getMe`: needed to recognise mentions and replies to it."""
+
+    id: int
+    username: str
+
+    def is_me(self, name: str) -> bool:
+        return bool(self.username) and name.lstrip("@").lower() == self.username.lower()
+
+
+def callback_data(question_id: str, option_index: int) -> str:
+    """The button payload for one option; well inside Telegram's 64-byte limit."""
+    if not _QUESTION_ID.fullmatch(question_id) or not 0 <= option_index < 100:
+        raise ValueError("question id must be 1-12 url-safe characters, index 0-99")
+    return f"q:{question_id}:{option_index}"
+
+
+def parse_callback_data(data: str | None) -> tuple[str, int] | None:
+    """Undo `callback_data`; anything else (old buttons, forged payloads) is None."""
+    if not data:
+        return None
+    match = _CALLBACK.fullmatch(data)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2))
+
+
+def is_for_bot(message: Message | dict[str, Any], me: BotIdentity) -> bool:
+    """Whether a message is addressed to the bot (text or not; see `to_inbound` for content)."""
+    m = _as_message(message)
+    sender = m.from_user
+    if sender is None or sender.is_bot or sender.id == me.id:
+        return False
+    command = _command(m)
+    if command is not None and command[1] and not me.is_me(command[1]):
+        return False
+    if m.chat.type == "private":
+        return True
+    if m.chat.type not in _GROUP_TYPES:
+        return False
+    if command is not None and (command[1] or command[0].lower() in KNOWN_COMMANDS):
+        return True
+    return _replied_to_bot(m, me) is not None or bool(_mention_spans(m, me))
+
+
+def wants_text_notice(update: Update | dict[str, Any], me: BotIdentity) -> bool:
+    """A private message we cannot read (sticker, media without caption): worth a short notice."""
+    u = _as_update(update)
+    m = u.message
+    if m is None or m.chat.type != "private" or not is_for_bot(m, me):
+        return False
+    if m.text is not None or m.caption is not None:
+        return False
+    return any(getattr(m, field, None) is not None for field in _NON_TEXT)
+
+
+def to_inbound(update: Update | dict[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """The normalised message for an update, or None when it is not for the bot."""
+    u = _as_update(update)
+    if u.message is not None:
+        return _from_message(u.message, u.update_id, me)
+    if u.callback_query is not None:
+        return _from_press(u.callback_query, u.update_id)
+    return None
+
+
+def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage | None:
+    if not is_for_bot(m, me):
+        return None
+    raw_text = m.text if m.text is not None else m.caption
+    if raw_text is None:
+        return None
+    entities = (m.entities if m.text is not None else m.caption_entities) or []
+    sender = m.from_user
+    assert sender is not None  # is_for_bot checked it
+    is_dm = m.chat.type == "private"
+    mentions = _mention_spans(m, me)
+    text, addressed_command = _clean_text(raw_text, entities, mentions, me)
+    replied = _replied_to_bot(m, me)
+    reply_to = _real_reply(m)
+    topic = bool(m.is_topic_message and m.message_thread_id)
+    if is_dm:
+        anchor: str | None = None
+    elif topic:
+        anchor = str(m.message_thread_id)
+    elif replied is not None:
+        anchor = str(replied)
+    else:
+        anchor = str(m.message_id)
+    return InboundMessage(
+        platform=Platform.TELEGRAM,
+        workspace_id="" if is_dm else str(m.chat.id),
+        chat_id=str(m.chat.id),
+        sender_id=str(sender.id),
+        sender_name=_display_name(sender.first_name, sender.last_name, sender.username),
+        text=text,
+        provider_message_id=str(m.message_id),
+        is_dm=is_dm,
+        mentions_bot=bool(mentions) or addressed_command,
+        thread_anchor=anchor,
+        is_topic=topic,
+        reply_to_id=None if reply_to is None else str(reply_to.message_id),
+        reply_to_bot=replied is not None,
+        attachments=_attachments(m),
+        event_ids=(f"u{update_id}",),
+        raw=m,
+    )
+
+
+def _from_press(cq: CallbackQuery, update_id: int) -> InboundMessage | None:
+    parsed = parse_callback_data(cq.data)
+    question = cq.message
+    if parsed is None or question is None or cq.from_user.is_bot:
+        return None
+    chat = question.chat
+    is_dm = chat.type == "private"
+    topic = isinstance(question, Message) and bool(
+        question.is_topic_message and question.message_thread_id
+    )
+    if is_dm:
+        anchor: str | None = None
+    elif topic:
+        assert isinstance(question, Message)
+        anchor = str(question.message_thread_id)
+    else:
+        anchor = str(question.message_id)
+    sender = cq.from_user
+    return InboundMessage(
+        platform=Platform.TELEGRAM,
+        workspace_id="" if is_dm else str(chat.id),
+        chat_id=str(chat.id),
+        sender_id=str(sender.id),
+        sender_name=_display_name(sender.first_name, sender.last_name, sender.username),
+        text="",
+        provider_message_id=str(question.message_id),
+        is_dm=is_dm,
+        thread_anchor=anchor,
+        is_topic=topic,
+        reply_to_id=str(question.message_id),
+        reply_to_bot=True,
+        event_ids=(f"u{update_id}",),
+        button=ButtonPress(parsed[0], parsed[1], interaction_id=cq.id),
+        raw=cq,
+    )
+
+
+def _as_message(message: Message | dict[str, Any]) -> Message:
+    return message if isinstance(message, Message) else Message.model_validate(message)
+
+
+def _as_update(update: Update | dict[str, Any]) -> Update:
+    return update if isinstance(update, Update) else Update.model_validate(update)
+
+
+def _body(m: Message) -> tuple[str, list[MessageEntity]]:
+    if m.text is not None:
+        return m.text, list(m.entities or [])
+    if m.caption is not None:
+        return m.caption, list(m.caption_entities or [])
+    return "", []
+
+
+def _command(m: Message) -> tuple[str, str] | None:
+    """(name, addressee or "") of a leading bot command, from its entity."""
+    text, entities = _body(m)
+    for entity in entities:
+        if entity.type == "bot_command" and entity.offset == 0:
+            start, end = _span(text, entity)
+            match = _COMMAND.fullmatch(text[start:end])
+            if match is not None:
+                return match.group(1), match.group(2) or ""
+    return None
+
+
+def _mention_spans(m: Message, me: BotIdentity) -> list[tuple[int, int]]:
+    """Python-index spans of the entities that mention us."""
+    text, entities = _body(m)
+    spans = []
+    for entity in entities:
+        start, end = _span(text, entity)
+        by_name = entity.type == "mention" and me.is_me(text[start:end])
+        by_id = entity.type == "text_mention" and getattr(entity.user, "id", None) == me.id
+        if by_name or by_id:
+            spans.append((start, end))
+    return spans
+
+
+def _real_reply(m: Message) -> Message | None:
+    reply = m.reply_to_message
+    if reply is None:
+        return None
+    if m.is_topic_message and reply.message_id == m.message_thread_id:
+        return None  # Telegram's implicit reply to the topic's creation message
+    return reply
+
+
+def _replied_to_bot(m: Message, me: BotIdentity) -> int | None:
+    reply = _real_reply(m)
+    if reply is None or reply.from_user is None or reply.from_user.id != me.id:
+        return None
+    return reply.message_id
+
+
+def _clean_text(
+    text: str,
+    entities: list[MessageEntity],
+    mentions: list[tuple[int, int]],
+    me: BotIdentity,
+) -> tuple[str, bool]:
+    """Text without our mentions and without `@botname` on a leading command; whether a command
+    named us."""
+    cuts = list(mentions)
+    addressed = False
+    for entity in entities:
+        if entity.type == "bot_command" and entity.offset == 0:
+            start, end = _span(text, entity)
+            word, _, name = text[start:end].partition("@")
+            if name and me.is_me(name):
+                cuts.append((start + len(word), end))
+                addressed = True
+    leading = any(start == 0 for start, _ in mentions)
+    for start, end in sorted(cuts, reverse=True):
+        before, after = text[:start], text[end:]
+        if before.endswith(" ") and after.startswith(" "):
+            after = after[1:]
+        text = before + after
+    if leading:
+        text = text.lstrip(" ,:;")
+    return text.strip(), addressed
+
+
+def _span(text: str, entity: MessageEntity) -> tuple[int, int]:
+    """Telegram counts entity offsets in UTF-16 code units; turn them into Python indices."""
+    start = _py_index(text, entity.offset)
+    return start, _py_index(text, entity.offset + entity.length, start)
+
+
+def _py_index(text: str, utf16_offset: int, hint: int = 0) -> int:
+    units = len(text[:hint].encode("utf-16-le")) // 2
+    index = hint
+    while index < len(text) and units < utf16_offset:
+        units += 2 if ord(text[index]) > 0xFFFF else 1
+        index += 1
+    return index
+
+
+def _attachments(m: Message) -> tuple[Attachment, ...]:
+    found = []
+    for field_name, kind in _MEDIA_KINDS:
+        value = getattr(m, field_name, None)
+        if value is None:
+            continue
+        item = value[-1] if isinstance(value, list) else value
+        found.append(
+            Attachment(
+                kind=kind,
+                name=getattr(item, "file_name", None) or "",
+                size=getattr(item, "file_size", None) or 0,
+            )
+        )
+    return tuple(found)
+
+
+def _display_name(first: str, last: str | None, username: str | None) -> str:
+    name = " ".join(part for part in (first, last) if part)
+    return name or username or ""

@@ -1,0 +1,278 @@
+"""The composition root: Redis → storage → agent → manager → adapters → HTTP, in one exit stack.
+
+Everything is built once per process and closed in reverse order. Tests build the same core with
+`build_core` so they exercise the production wiring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as redis
+import structlog
+
+from agent import (
+    AgentRuntime,
+    build_model,
+    spans_inline_when_untraced,
+    tracing_from_env,
+)
+from channels import AccessGate, Adapter, Manager, ManagerConfig, ManagerStores
+from service.settings import Settings
+from storage import (
+    Accounts,
+    Dedupe,
+    Keys,
+    Links,
+    PendingQuestions,
+    PendingQueue,
+    PendingWarnings,
+    RateLimiter,
+    RedisCheckpointSaver,
+    ThreadLocks,
+    ThreadMap,
+    TurnGate,
+    open_redis,
+)
+from switchboard.errors import ConfigError
+
+__all__ = ["Core", "build_adapters", "build_core", "running_service"]
+
+_log = structlog.get_logger(__name__)
+
+WebhookHandler = Callable[[Any], Awaitable[Any]]
+DRAIN_TIMEOUT_S = 20.0  # a shutdown waits this long for turns in flight to reply
+
+
+@dataclass(slots=True)
+class Core:
+    settings: Settings
+    redis: redis.Redis
+    keys: Keys
+    runtime: AgentRuntime
+    manager: Manager
+    accounts: Accounts
+    links: Links
+    adapters: list[Adapter] = field(default_factory=list)
+    http_port: int | None = None
+
+
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+@contextlib.asynccontextmanager
+async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[Core]:
+    keys = Keys(settings.redis_prefix)
+    ttl_s = settings.thread_ttl_days * 24 * 3600
+    stores = ManagerStores(
+        dedupe=Dedupe(client, keys=keys),
+        threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
+        locks=ThreadLocks(client, keys=keys),
+        pending=PendingQueue(client, keys=keys),
+        questions=PendingQuestions(client, keys=keys),
+        rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
+        turns=TurnGate(client, keys=keys),
+    )
+    checkpointer = RedisCheckpointSaver(
+        client,
+        prefix=settings.redis_prefix,
+        ttl_s=settings.checkpoint_ttl_days * 24 * 3600 if settings.checkpoint_ttl_days else None,
+    )
+    model = build_model(
+        settings.model,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=_secret(settings.openai_api_key),
+        anthropic_api_key=_secret(settings.anthropic_api_key),
+    )
+    tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
+    spans_inline_when_untraced(tracing)
+    runtime = AgentRuntime(
+        model=model,
+        checkpointer=checkpointer,
+        warnings=PendingWarnings(client, keys=keys),
+        system_prompt=settings.system_prompt,
+        recursion_limit=settings.recursion_limit,
+        tracing=tracing,
+        clear_stale_warnings=False,  # TurnGate.begin drops them with the thread lock
+    )
+    accounts = Accounts(client, keys=keys)
+    links = Links(client, keys=keys)
+    access = AccessGate(
+        links=links, redis=client, keys=keys, mode=settings.access, public_url=settings.public_url
+    )
+    manager = Manager(
+        runtime=runtime,
+        stores=stores,
+        access=access,
+        config=ManagerConfig(
+            busy=settings.busy, model_name=settings.model, max_input_chars=settings.max_input_chars
+        ),
+    )
+    core = Core(settings, client, keys, runtime, manager, accounts, links)
+    try:
+        yield core
+    finally:
+        await manager.aclose()
+
+
+def build_adapters(settings: Settings, manager: Manager) -> list[Adapter]:
+    """One adapter per platform whose token is set; imports stay lazy so unused SDKs cost nothing."""
+    adapters: list[Adapter] = []
+    if settings.telegram_enabled:
+        from channels.telegram import TelegramAdapter
+
+        if settings.telegram_mode == "webhook" and settings.telegram_webhook_secret is None:
+            raise ConfigError("invalid setting TELEGRAM_WEBHOOK_SECRET: required in webhook mode")
+        adapters.append(
+            TelegramAdapter(
+                token=_secret(settings.telegram_bot_token) or "",
+                deliver=manager.deliver,
+                api_base=settings.telegram_api_base,
+                mode=settings.telegram_mode,
+                webhook_url=f"{settings.public_url.rstrip('/')}/telegram/webhook",
+                webhook_secret=_secret(settings.telegram_webhook_secret),
+            )
+        )
+    if settings.slack_enabled:
+        from channels.slack import SlackAdapter
+
+        adapters.append(
+            SlackAdapter(
+                bot_token=_secret(settings.slack_bot_token) or "",
+                deliver=manager.deliver,
+                app_token=_secret(settings.slack_app_token),
+                signing_secret=_secret(settings.slack_signing_secret),
+                api_base=settings.slack_api_base,
+            )
+        )
+    if settings.discord_enabled:
+        from channels.discord import DiscordAdapter
+
+        adapters.append(
+            DiscordAdapter(
+                token=_secret(settings.discord_bot_token) or "",
+                deliver=manager.deliver,
+                api_base=settings.discord_api_base,
+                gateway_url=settings.discord_gateway_url,
+            )
+        )
+    for adapter in adapters:
+        manager.register(adapter)
+    return adapters
+
+
+def _webhooks(adapters: list[Adapter]) -> dict[str, WebhookHandler]:
+    routes = {"telegram": "/telegram/webhook", "slack": "/slack/events"}
+    hooks: dict[str, WebhookHandler] = {}
+    for adapter in adapters:
+        handler = getattr(adapter, "handle_webhook", None)
+        path = routes.get(str(adapter.platform))
+        if handler is not None and path is not None:
+            hooks[path] = handler
+    return hooks
+
+
+@contextlib.asynccontextmanager
+async def running_service(settings: Settings, *, http: bool = True) -> AsyncIterator[Core]:
+    """Redis, core, adapters and the HTTP server, all started; stopped in reverse on exit."""
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(open_redis(settings.redis_url, settings.data_dir))
+        core = await stack.enter_async_context(build_core(settings, client))
+        core.adapters = build_adapters(settings, core.manager)
+        started: list[Adapter] = []
+
+        async def ready() -> bool:
+            try:
+                await client.ping()
+            except Exception:
+                return False
+            return len(started) == len(core.adapters)
+
+        for adapter in core.adapters:
+            await adapter.start()
+            stack.push_async_callback(adapter.stop)
+            started.append(adapter)
+            _log.info("channel.started", platform=str(adapter.platform))
+
+        async def drain() -> None:
+            """Let turns in flight finish and reply while the adapters can still send."""
+            try:
+                await core.manager.idle(timeout=DRAIN_TIMEOUT_S)
+            except TimeoutError:
+                _log.warning("service.drain_timed_out", timeout_s=DRAIN_TIMEOUT_S)
+
+        # Exit runs in reverse: stop taking webhooks, drain, then stop the adapters.
+        stack.push_async_callback(drain)
+        if http:
+            await _start_http(stack, core, ready)
+        _log.info(
+            "service.started",
+            http=f"{settings.http_host}:{settings.http_port}",
+            channels=[str(a.platform) for a in core.adapters],
+            model=settings.model,
+        )
+        yield core
+
+
+async def _start_http(
+    stack: contextlib.AsyncExitStack, core: Core, ready: Callable[[], Awaitable[bool]]
+) -> None:
+    import uvicorn
+
+    from service.http import build_http_app
+
+    settings = core.settings
+    app = build_http_app(
+        settings=settings,
+        accounts=core.accounts,
+        links=core.links,
+        ready=ready,
+        webhooks=_webhooks(core.adapters),
+    )
+    config = uvicorn.Config(
+        app,
+        host=settings.http_host,
+        port=settings.http_port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    sock = socket.socket(socket.AF_INET6 if ":" in settings.http_host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.http_host, settings.http_port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot serve HTTP on {settings.http_host}:{settings.http_port}: {exc.strerror} "
+            "(set SWITCHBOARD_HTTP_PORT)"
+        ) from None
+    core.http_port = sock.getsockname()[1]
+    server_task = asyncio.create_task(server.serve(sockets=[sock]), name="http")
+    while not server.started and not server_task.done():  # noqa: ASYNC110 - uvicorn only exposes a flag
+        await asyncio.sleep(0.01)
+
+    async def stop_server() -> None:
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(server_task, 10)
+
+    stack.push_async_callback(stop_server)
+
+
+async def wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()

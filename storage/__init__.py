@@ -1,0 +1,89 @@
+"""Everything Switchboard keeps in Redis, behind verbs (claim, acquire, push, drain), never raw keys."""
+
+from storage.accounts import (
+    Account,
+    AccountError,
+    AccountExists,
+    AccountNotFound,
+    Accounts,
+    InvalidAccountName,
+)
+from storage.checkpoint import RedisCheckpointSaver
+from storage.connection import EmbeddedValkey, connect, open_redis
+from storage.dedupe import DEDUPE_TTL_S, Dedupe
+from storage.keys import Keys
+from storage.links import (
+    TOKEN_TTL_S,
+    AlreadyLinked,
+    Link,
+    LinkError,
+    LinkKind,
+    LinkNotFound,
+    LinkRateLimited,
+    Links,
+    LinkToken,
+    TokenGone,
+    TokenNotFound,
+    TokenState,
+    UnlinkResult,
+    UnlinkStatus,
+    WrongTokenKind,
+    is_wellformed_id,
+)
+from storage.locks import LOCK_TTL_S, Lock, ThreadLocks
+from storage.notices import NOTICE_TTL_S, NoticeLimiter
+from storage.pending import PENDING_CAP, PendingMessage, PendingQueue
+from storage.questions import PendingQuestion, PendingQuestions
+from storage.ratelimit import RateDecision, RateLimiter
+from storage.thread_map import THREAD_TTL_S, ThreadMap
+from storage.turns import TurnGate, TurnStart
+from storage.warnings import PendingWarnings
+
+__all__ = [
+    "DEDUPE_TTL_S",
+    "LOCK_TTL_S",
+    "NOTICE_TTL_S",
+    "PENDING_CAP",
+    "THREAD_TTL_S",
+    "TOKEN_TTL_S",
+    "Account",
+    "AccountError",
+    "AccountExists",
+    "AccountNotFound",
+    "Accounts",
+    "AlreadyLinked",
+    "Dedupe",
+    "EmbeddedValkey",
+    "InvalidAccountName",
+    "Keys",
+    "Link",
+    "LinkError",
+    "LinkKind",
+    "LinkNotFound",
+    "LinkRateLimited",
+    "LinkToken",
+    "Links",
+    "Lock",
+    "NoticeLimiter",
+    "PendingMessage",
+    "PendingQuestion",
+    "PendingQuestions",
+    "PendingQueue",
+    "PendingWarnings",
+    "RateDecision",
+    "RateLimiter",
+    "RedisCheckpointSaver",
+    "ThreadLocks",
+    "ThreadMap",
+    "TokenGone",
+    "TokenNotFound",
+    "TokenState",
+    "TurnGate",
+    "TurnStart",
+    "UnlinkResult",
+    "UnlinkStatus",
+    "WrongTokenKind",
+    "connect",
+    "is_wellformed_id",
+    "open_redis",
+]

@@ -1,0 +1,763 @@
+"""LangGraph checkpoint saver on plain Redis 7 / Valkey: strings, hashes and sorted sets only.
+
+Why this shape: a thread owns a fixed set of six keys, whatever its size, so one Lua script can
+write a checkpoint with all its channel values (a crash never leaves a checkpoint pointing at
+missing blobs) and refresh the optional whole-thread TTL on every key at O(1) cost. Nothing else
+has a TTL, so no blob a live checkpoint references can expire on its own.
+
+Keys of one thread (all carry the `{<thread_id>}` hash tag, so every script touches one slot);
+`m` below is a checkpoint's member `<ns>\\0<checkpoint_id>`:
+
+| suffix    | type       | holds                                                                  |
+|-----------|------------|------------------------------------------------------------------------|
+| `cp:idx`  | zset (lex) | `m` per checkpoint; latest / `before` / paging are ZREVRANGEBYLEX      |
+| `cp:chk`  | hash       | `m` checkpoint without values, `m\\0m` metadata, `m\\0p` parent id,     |
+|           |            | `m\\0r` channel refs `ch\\0ver\\0ch\\0ver…`, `m\\0u` run id              |
+| `cp:blob` | hash       | `<ns>\\0<channel>\\0<version>` → channel value (one per version)        |
+| `cp:wr`   | hash       | `m\\0<task_id>\\0<idx>` → pending write                                 |
+| `cp:widx` | zset (lex) | the `cp:wr` fields, so one checkpoint's writes are one lex range       |
+| `cp:ridx` | zset (lex) | `<run_id>\\0m`, so delete_for_runs finds a run's checkpoints           |
+
+Outside the thread, `cprun:<run_id>` is the set of thread ids holding checkpoints of that run
+(written in the same round trip, before the checkpoint, so it is never missing, at worst stale).
+
+Values go through `self.serde.dumps_typed` and are stored as `<type>\\0<bytes>`; namespaces,
+checkpoint ids, channel names, task ids and run ids must not contain NUL.
+
+Semantics follow InMemorySaver, with two deliberate differences: `alist` without a namespace
+returns every namespace's checkpoints newest first by checkpoint id (as the SQL savers do), and
+`alist(None)` walks threads one by one (SCAN; an admin path, never a hot one). The saver is
+async-only: the sync methods raise NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import redis.asyncio as redis
+import structlog
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    SerializerProtocol,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from redis.exceptions import NoScriptError, RedisError
+
+from storage.keys import Keys
+from switchboard.errors import StorageError
+
+__all__ = ["RedisCheckpointSaver"]
+
+_log = structlog.get_logger(__name__)
+
+_SUFFIXES = ("idx", "chk", "blob", "wr", "widx", "ridx")
+_EMPTY = b"empty\0"  # A channel in new_versions without a value, as InMemorySaver's ("empty", b"").
+_PAGE = 256  # Checkpoint ids fetched per ZREVRANGEBYLEX page while listing.
+_LOAD_BATCH = 32  # Full checkpoints loaded per script call while listing.
+_ASYNC_ONLY = (
+    "RedisCheckpointSaver is async-only: use the a-methods (ainvoke, aget_tuple, alist, …)"
+)
+
+_PRELUDE = r"""
+local function touch(ttl)
+  for i = 1, 6 do
+    if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
+  end
+end
+local function split0(s)
+  local out = {}
+  if not s or s == '' then return out end
+  local start = 1
+  while true do
+    local i = string.find(s, '\0', start, true)
+    if not i then out[#out + 1] = string.sub(s, start); return out end
+    out[#out + 1] = string.sub(s, start, i - 1)
+    start = i + 1
+  end
+end
+local function ns_of(m)
+  return string.sub(m, 1, string.find(m, '\0', 1, true))
+end
+local function blob_fields(m, refs)
+  local ns, parts, fields = ns_of(m), split0(refs), {}
+  for i = 1, #parts, 2 do fields[#fields + 1] = ns .. parts[i] .. '\0' .. parts[i + 1] end
+  return fields
+end
+local function chunked(cmd, key, items)
+  local out = {}
+  for i = 1, #items, 1000 do
+    local part = redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do out[#out + 1] = v end
+    end
+  end
+  return out
+end
+local function writes_of(m)
+  return redis.call('ZRANGEBYLEX', KEYS[5], '[' .. m .. '\0', '(' .. m .. '\1')
+end
+"""
+
+# KEYS: the six thread keys. ARGV: ttl, m, checkpoint, metadata, parent, refs, run, then
+# (blob field, blob value) pairs. Redis does not roll back a script that fails midway, so the
+# order matters: blobs first, then the record, and the index (what makes it "latest") last.
+_PUT = (
+    _PRELUDE
+    + r"""
+local m, run = ARGV[2], ARGV[7]
+for i = 8, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+local old = redis.call('HGET', KEYS[2], m .. '\0u')
+if old and old ~= '' and old ~= run then redis.call('ZREM', KEYS[6], old .. '\0' .. m) end
+redis.call('HSET', KEYS[2], m, ARGV[3], m .. '\0m', ARGV[4], m .. '\0p', ARGV[5],
+  m .. '\0r', ARGV[6], m .. '\0u', run)
+if run ~= '' then redis.call('ZADD', KEYS[6], 0, run .. '\0' .. m) end
+redis.call('ZADD', KEYS[1], 0, m)
+touch(tonumber(ARGV[1]))
+return 1
+"""
+)
+
+# ARGV: ttl, field base `m\0<task_id>\0`, then (idx, record) pairs. Regular writes keep the
+# first value stored for (task, idx); special writes (negative idx) overwrite, as InMemorySaver.
+_WRITES = (
+    _PRELUDE
+    + r"""
+local base = ARGV[2]
+for i = 3, #ARGV, 2 do
+  local f = base .. ARGV[i]
+  if tonumber(ARGV[i]) < 0 then
+    redis.call('HSET', KEYS[4], f, ARGV[i + 1])
+  else
+    redis.call('HSETNX', KEYS[4], f, ARGV[i + 1])
+  end
+  redis.call('ZADD', KEYS[5], 0, f)
+end
+touch(tonumber(ARGV[1]))
+return 1
+"""
+)
+
+# ARGV: 'latest', ns  |  'ids', m1, m2, … . Returns one entry per checkpoint (false if missing):
+# {m, checkpoint, metadata, parent, refs, {blob values in refs order}, {write records}}.
+_LOAD = (
+    _PRELUDE
+    + r"""
+local function load(m)
+  local rec = redis.call('HMGET', KEYS[2], m, m .. '\0m', m .. '\0p', m .. '\0r')
+  if not rec[1] then return false end
+  local blobs = chunked('HMGET', KEYS[3], blob_fields(m, rec[4]))
+  local writes = chunked('HMGET', KEYS[4], writes_of(m))
+  return {m, rec[1], rec[2], rec[3], rec[4], blobs, writes}
+end
+if ARGV[1] == 'latest' then
+  local ns = ARGV[2]
+  local top = redis.call('ZREVRANGEBYLEX', KEYS[1], '(' .. ns .. '\1', '(' .. ns .. '\0',
+    'LIMIT', 0, 1)
+  if #top == 0 then return {} end
+  return {load(top[1])}
+end
+local out = {}
+for i = 2, #ARGV do out[#out + 1] = load(ARGV[i]) end
+return out
+"""
+)
+
+# ARGV: 'runs', run1, … | 'members', m1, … . Deletes those checkpoints and their writes, then
+# every blob no remaining checkpoint references. Returns the runs left with no checkpoint here.
+_DELETE = (
+    _PRELUDE
+    + r"""
+local members = {}
+if ARGV[1] == 'runs' then
+  for i = 2, #ARGV do
+    local r = ARGV[i]
+    for _, e in ipairs(redis.call('ZRANGEBYLEX', KEYS[6], '[' .. r .. '\0', '(' .. r .. '\1')) do
+      members[#members + 1] = string.sub(e, #r + 2)
+    end
+  end
+else
+  for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
+end
+if #members == 0 then return {} end
+local runs = {}
+for _, m in ipairs(members) do
+  local u = redis.call('HGET', KEYS[2], m .. '\0u')
+  redis.call('HDEL', KEYS[2], m, m .. '\0m', m .. '\0p', m .. '\0r', m .. '\0u')
+  redis.call('ZREM', KEYS[1], m)
+  if u and u ~= '' then
+    redis.call('ZREM', KEYS[6], u .. '\0' .. m)
+    runs[u] = true
+  end
+  local wf = writes_of(m)
+  if #wf > 0 then
+    chunked('HDEL', KEYS[4], wf)
+    chunked('ZREM', KEYS[5], wf)
+  end
+end
+local keep = {}
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  for _, f in ipairs(blob_fields(m, redis.call('HGET', KEYS[2], m .. '\0r'))) do
+    keep[f] = true
+  end
+end
+local drop = {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
+  if not keep[f] then drop[#drop + 1] = f end
+end
+if #drop > 0 then chunked('HDEL', KEYS[3], drop) end
+local gone = {}
+for r, _ in pairs(runs) do
+  local left = redis.call('ZRANGEBYLEX', KEYS[6], '[' .. r .. '\0', '(' .. r .. '\1', 'LIMIT', 0, 1)
+  if #left == 0 then gone[#gone + 1] = r end
+end
+return gone
+"""
+)
+
+# Deletes the whole thread; returns its run ids so the caller can clean the run locators.
+_DROP = r"""
+local runs, seen = {}, {}
+for _, e in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
+  local r = string.sub(e, 1, string.find(e, '\0', 1, true) - 1)
+  if not seen[r] then seen[r] = true; runs[#runs + 1] = r end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+return runs
+"""
+
+
+@contextlib.contextmanager
+def _redis_errors(op: str) -> Iterator[None]:
+    try:
+        yield
+    except RedisError as exc:
+        raise StorageError(f"checkpoint {op} failed: {exc.__class__.__name__}") from None
+
+
+def _plain(value: object, what: str) -> str:
+    text = str(value)
+    if "\0" in text:
+        raise ValueError(f"checkpoint {what} must not contain NUL: {text!r}")
+    return text
+
+
+def _split_typed(raw: bytes) -> tuple[str, bytes]:
+    cut = raw.index(b"\0")
+    return raw[:cut].decode(), raw[cut + 1 :]
+
+
+def _config(thread_id: Any, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class RedisCheckpointSaver(BaseCheckpointSaver[str]):
+    """Async LangGraph checkpointer on one Redis/Valkey, shared by every worker process.
+
+    `ttl_s` (off by default) gives every key of a thread the same TTL, refreshed by each write,
+    so an idle thread vanishes whole; without it a write also clears any TTL a thread had.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "sb:",
+        ttl_s: int | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        if ttl_s is not None and ttl_s <= 0:
+            raise ValueError("ttl_s must be a positive number of seconds or None")
+        self._r = client
+        self._keys = Keys(prefix)
+        self._ttl = ttl_s or 0
+        self._put = client.register_script(_PUT)
+        self._writes = client.register_script(_WRITES)
+        self._load = client.register_script(_LOAD)
+        self._delete = client.register_script(_DELETE)
+        self._drop = client.register_script(_DROP)
+
+    def _thread_keys(self, thread_id: str) -> list[str]:
+        return [self._keys.checkpoint(thread_id, suffix) for suffix in _SUFFIXES]
+
+    def _dump(self, value: Any) -> bytes:
+        kind, data = self.serde.dumps_typed(value)
+        return kind.encode() + b"\0" + data
+
+    def _undump(self, raw: bytes) -> Any:
+        return self.serde.loads_typed(_split_typed(raw))
+
+    # --- writes -----------------------------------------------------------------------------
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        conf = config["configurable"]
+        thread_id = conf["thread_id"]
+        ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
+        checkpoint_id = _plain(checkpoint["id"], "id")
+        member = f"{ns}\0{checkpoint_id}"
+        stored = checkpoint.copy()
+        values: dict[str, Any] = stored.pop("channel_values")  # type: ignore[misc]
+        meta = get_checkpoint_metadata(config, metadata)
+        run_id = meta.get("run_id")
+        run = _plain(run_id, "run id") if run_id else ""
+        refs = "\0".join(
+            f"{_plain(ch, 'channel')}\0{_plain(ver, 'version')}"
+            for ch, ver in stored["channel_versions"].items()
+        )
+        args: list[Any] = [
+            self._ttl,
+            member,
+            self._dump(stored),
+            self._dump(meta),
+            _plain(conf.get("checkpoint_id") or "", "parent id"),
+            refs,
+            run,
+        ]
+        for ch, ver in new_versions.items():
+            field = f"{ns}\0{_plain(ch, 'channel')}\0{_plain(ver, 'version')}"
+            args += [field, self._dump(values[ch]) if ch in values else _EMPTY]
+        keys = self._thread_keys(str(thread_id))
+        with _redis_errors("put"):
+            if run:
+                await self._put_with_locator(keys, args, run, str(thread_id))
+            else:
+                await self._put(keys=keys, args=args)
+        return _config(thread_id, ns, checkpoint_id)
+
+    async def _put_with_locator(
+        self, keys: list[str], args: list[Any], run: str, thread_id: str
+    ) -> None:
+        """Run locator and checkpoint in one round trip; the locator goes first (never missing)."""
+        locator = self._keys.checkpoint_run(run)
+        for attempt in range(2):
+            pipe = self._r.pipeline(transaction=False)
+            pipe.sadd(locator, thread_id)
+            if self._ttl:
+                pipe.expire(locator, self._ttl)
+            pipe.evalsha(self._put.sha, len(keys), *keys, *args)
+            try:
+                await pipe.execute()
+                return
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self._r.script_load(_PUT)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if not writes:
+            return
+        conf = config["configurable"]
+        ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
+        checkpoint_id = _plain(conf["checkpoint_id"], "id")
+        task = _plain(task_id, "task id")
+        path = _plain(task_path, "task path")
+        args: list[Any] = [self._ttl, f"{ns}\0{checkpoint_id}\0{task}\0"]
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            head = f"{task}\0{idx}\0{_plain(channel, 'channel')}\0{path}\0"
+            args += [idx, head.encode() + self._dump(value)]
+        with _redis_errors("put_writes"):
+            await self._writes(keys=self._thread_keys(str(conf["thread_id"])), args=args)
+
+    # --- reads ------------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        conf = config["configurable"]
+        thread_id = conf["thread_id"]
+        ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
+        checkpoint_id = get_checkpoint_id(config)
+        args = ["ids", f"{ns}\0{_plain(checkpoint_id, 'id')}"] if checkpoint_id else ["latest", ns]
+        with _redis_errors("get"):
+            entries = await self._load(keys=self._thread_keys(str(thread_id)), args=args)
+        if not entries or not entries[0]:
+            return None
+        return self._to_tuple(thread_id, entries[0])
+
+    def _to_tuple(self, thread_id: Any, entry: list[Any]) -> CheckpointTuple:
+        member, raw_checkpoint, raw_meta, parent, refs, blobs, raw_writes = entry
+        ns, checkpoint_id = member.decode().split("\0", 1)
+        checkpoint: Checkpoint = self._undump(raw_checkpoint)
+        channels = refs.split(b"\0")[::2] if refs else []
+        values: dict[str, Any] = {}
+        for channel, raw in zip(channels, blobs, strict=True):
+            if raw is None:
+                continue
+            kind, data = _split_typed(raw)
+            if kind != "empty":
+                values[channel.decode()] = self.serde.loads_typed((kind, data))
+        writes: list[tuple[tuple[str, str, int], PendingWrite]] = []
+        for raw in raw_writes:
+            if raw is None:
+                continue
+            task, idx, channel, path, kind, data = raw.split(b"\0", 5)
+            task_id, channel_name = task.decode(), channel.decode()
+            value = self.serde.loads_typed((kind.decode(), data))
+            order = writes_sort_key(path.decode(), task_id, int(idx))
+            writes.append((order, (task_id, channel_name, value)))
+        writes.sort(key=lambda item: item[0])
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=self._undump(raw_meta),
+            parent_config=_config(thread_id, ns, parent.decode()) if parent else None,
+            pending_writes=[write for _, write in writes],
+        )
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        remaining = limit
+        if remaining is not None and remaining <= 0:
+            return
+        before_id = get_checkpoint_id(before) if before else None
+        if config is not None:
+            conf = config["configurable"]
+            ns = conf.get("checkpoint_ns")
+            threads: AsyncIterator[Any] = _one(conf["thread_id"])
+            checkpoint_id = get_checkpoint_id(config)
+        else:
+            ns, checkpoint_id = None, None
+            threads = self._scan_threads()
+        async for thread_id in threads:
+            listing = self._list_thread(thread_id, ns, checkpoint_id, before_id, filter, remaining)
+            async with contextlib.aclosing(listing) as found:
+                async for tup in found:
+                    yield tup
+                    if remaining is not None:
+                        remaining -= 1
+                        if remaining <= 0:
+                            return
+
+    async def _scan_threads(self) -> AsyncIterator[str]:
+        head = f"{self._keys.prefix}{{"
+        tail = "}:cp:idx"
+        pattern = _glob_escape(head) + "*" + _glob_escape(tail)
+        with _redis_errors("list"):
+            async for key in self._r.scan_iter(match=pattern, count=500):
+                yield key.decode()[len(head) : -len(tail)]
+
+    async def _list_thread(
+        self,
+        thread_id: Any,
+        ns: str | None,
+        checkpoint_id: str | None,
+        before_id: str | None,
+        filter: dict[str, Any] | None,
+        limit: int | None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        keys = self._thread_keys(str(thread_id))
+        async for page in self._pages(keys, ns, checkpoint_id, before_id):
+            if filter:
+                page = await self._matching(keys, page, filter)
+            while page:
+                size = _LOAD_BATCH if limit is None else max(1, min(_LOAD_BATCH, limit))
+                batch, page = page[:size], page[size:]
+                with _redis_errors("list"):
+                    entries = await self._load(keys=keys, args=["ids", *batch])
+                for entry in entries:
+                    if entry:
+                        yield self._to_tuple(thread_id, entry)
+                        if limit is not None:
+                            limit -= 1
+
+    async def _pages(
+        self, keys: list[str], ns: str | None, checkpoint_id: str | None, before_id: str | None
+    ) -> AsyncIterator[list[bytes]]:
+        """Members to list, newest first, in pages."""
+        if ns is not None:
+            ns = _plain(ns, "namespace")
+        if checkpoint_id is not None:
+            checkpoint_id = _plain(checkpoint_id, "id")
+            if before_id is not None and checkpoint_id >= before_id:
+                return
+            if ns is not None:
+                yield [f"{ns}\0{checkpoint_id}".encode()]
+                return
+        if ns is None:
+            with _redis_errors("list"):
+                members = await self._r.zrange(keys[0], 0, -1)
+            found = [(m.split(b"\0", 1)[1].decode(), m) for m in members]
+            chosen = sorted(
+                (
+                    (cid, m)
+                    for cid, m in found
+                    if (checkpoint_id is None or cid == checkpoint_id)
+                    and (before_id is None or cid < before_id)
+                ),
+                key=lambda item: (item[0], item[1]),
+                reverse=True,
+            )
+            for start in range(0, len(chosen), _PAGE):
+                yield [m for _, m in chosen[start : start + _PAGE]]
+            return
+        high = f"({ns}\0{_plain(before_id, 'id')}" if before_id else f"({ns}\1"
+        low = f"({ns}\0"
+        while True:
+            with _redis_errors("list"):
+                page = await self._r.zrevrangebylex(keys[0], high, low, start=0, num=_PAGE)
+            if not page:
+                return
+            yield page
+            if len(page) < _PAGE:
+                return
+            high = b"(" + page[-1]
+
+    async def _matching(
+        self, keys: list[str], members: list[bytes], filter: dict[str, Any]
+    ) -> list[bytes]:
+        with _redis_errors("list"):
+            raw = await self._r.hmget(keys[1], [m + b"\0m" for m in members])
+        chosen = []
+        for member, meta_raw in zip(members, raw, strict=True):
+            if meta_raw is None:
+                continue
+            meta = self._undump(meta_raw)
+            if all(meta.get(k) == v for k, v in filter.items()):
+                chosen.append(member)
+        return chosen
+
+    # --- deletion, copy, prune --------------------------------------------------------------
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        tid = str(thread_id)
+        with _redis_errors("delete_thread"):
+            runs = await self._drop(keys=self._thread_keys(tid))
+            await self._forget_runs(tid, runs)
+        _log.info("checkpoint.thread_deleted", thread_id=tid)
+
+    async def _forget_runs(self, thread_id: str, runs: Sequence[bytes | str]) -> None:
+        if not runs:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for run in runs:
+            name = run.decode() if isinstance(run, bytes) else run
+            pipe.srem(self._keys.checkpoint_run(name), thread_id)
+        await pipe.execute()
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        runs = list(dict.fromkeys(_plain(r, "run id") for r in run_ids))
+        if not runs:
+            return
+        with _redis_errors("delete_for_runs"):
+            pipe = self._r.pipeline(transaction=False)
+            for run in runs:
+                pipe.smembers(self._keys.checkpoint_run(run))
+            holders = await pipe.execute()
+            by_thread: dict[str, list[str]] = defaultdict(list)
+            for run, threads in zip(runs, holders, strict=True):
+                for tid in threads:
+                    by_thread[tid.decode()].append(run)
+            for tid, thread_runs in by_thread.items():
+                gone = await self._delete(keys=self._thread_keys(tid), args=["runs", *thread_runs])
+                await self._forget_runs(tid, gone)
+        _log.info("checkpoint.runs_deleted", runs=len(runs), threads=len(by_thread))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Add every checkpoint, write and blob of the source to the target (ids unchanged)."""
+        src, dst = str(source_thread_id), str(target_thread_id)
+        if src == dst:
+            return
+        src_keys, dst_keys = self._thread_keys(src), self._thread_keys(dst)
+        with _redis_errors("copy_thread"):
+            read = self._r.pipeline(transaction=True)
+            for key in src_keys:
+                if key.endswith(("idx", "widx", "ridx")):
+                    read.zrange(key, 0, -1)
+                else:
+                    read.hgetall(key)
+            idx, chk, blob, wr, widx, ridx = await read.execute()
+            if not idx:
+                return
+            runs = list(dict.fromkeys(entry.split(b"\0", 1)[0] for entry in ridx))
+            if runs:
+                locate = self._r.pipeline(transaction=False)
+                for run in runs:
+                    locator = self._keys.checkpoint_run(run.decode())
+                    locate.sadd(locator, dst)
+                    if self._ttl:
+                        locate.expire(locator, self._ttl)
+                await locate.execute()
+            write = self._r.pipeline(transaction=True)
+            for key, mapping in ((dst_keys[1], chk), (dst_keys[2], blob), (dst_keys[3], wr)):
+                if mapping:
+                    write.hset(key, mapping=mapping)
+            for key, members in ((dst_keys[0], idx), (dst_keys[4], widx), (dst_keys[5], ridx)):
+                if members:
+                    write.zadd(key, dict.fromkeys(members, 0))
+            for key in dst_keys:
+                if self._ttl:
+                    write.expire(key, self._ttl)
+                else:
+                    write.persist(key)
+            await write.execute()
+        _log.info("checkpoint.thread_copied", source=src, target=dst, checkpoints=len(idx))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`keep_latest` keeps each namespace's newest checkpoint (plus the ancestors its
+        DeltaChannels replay from); `delete` removes the threads."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self.adelete_thread(thread_id)
+                continue
+            with _redis_errors("prune"):
+                await self._keep_latest(str(thread_id))
+
+    async def _keep_latest(self, thread_id: str) -> None:
+        keys = self._thread_keys(thread_id)
+        members = await self._r.zrange(keys[0], 0, -1)
+        latest: dict[bytes, bytes] = {}
+        for member in members:
+            ns = member.split(b"\0", 1)[0]
+            if member > latest.get(ns, b""):
+                latest[ns] = member
+        keep = set(latest.values())
+        for member in latest.values():
+            keep |= await self._delta_ancestors(keys, member)
+        drop = [m for m in members if m not in keep]
+        if not drop:
+            return
+        gone = await self._delete(keys=keys, args=["members", *drop])
+        await self._forget_runs(thread_id, gone)
+        _log.info("checkpoint.thread_pruned", thread_id=thread_id, dropped=len(drop))
+
+    async def _delta_ancestors(self, keys: list[str], head: bytes) -> set[bytes]:
+        """Ancestors a DeltaChannel replays from: up to the nearest stored value per channel.
+
+        Delta channels with history to replay are the ones counted in the head's metadata
+        (`counters_since_delta_snapshot`) whose value is not stored at the head itself.
+        """
+        raw_meta, refs, parent = await self._r.hmget(
+            keys[1], [head + b"\0m", head + b"\0r", head + b"\0p"]
+        )
+        if raw_meta is None:
+            return set()
+        counters = self._undump(raw_meta).get("counters_since_delta_snapshot") or {}
+        needed = set(counters) - await self._stored_channels(keys, head, refs, set(counters))
+        ns = head.split(b"\0", 1)[0]
+        kept: set[bytes] = set()
+        while needed and parent:
+            member = ns + b"\0" + parent
+            refs, parent = await self._r.hmget(keys[1], [member + b"\0r", member + b"\0p"])
+            if refs is None:
+                break
+            kept.add(member)
+            needed -= await self._stored_channels(keys, member, refs, needed)
+        return kept
+
+    async def _stored_channels(
+        self, keys: list[str], member: bytes, refs: bytes | None, wanted: set[str]
+    ) -> set[str]:
+        if not refs or not wanted:
+            return set()
+        ns = member.split(b"\0", 1)[0]
+        parts = refs.split(b"\0")
+        pairs = [
+            (parts[i].decode(), ns + b"\0" + parts[i] + b"\0" + parts[i + 1])
+            for i in range(0, len(parts), 2)
+            if parts[i].decode() in wanted
+        ]
+        if not pairs:
+            return set()
+        raw = await self._r.hmget(keys[2], [field for _, field in pairs])
+        return {ch for (ch, _), value in zip(pairs, raw, strict=True) if value and value != _EMPTY}
+
+    # --- versions and the sync API ----------------------------------------------------------
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Same scheme as InMemorySaver: zero-padded counter plus a random tiebreak."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def delete_thread(self, thread_id: str) -> None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        raise NotImplementedError(_ASYNC_ONLY)
+
+
+async def _one(value: Any) -> AsyncIterator[Any]:
+    yield value
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

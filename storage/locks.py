@@ -1,0 +1,130 @@
+"""Per-thread lock: one turn per agent thread across every worker process.
+
+Value: a random token. A holder extends the TTL while it works; if it dies the lock frees itself
+after `LOCK_TTL_S`. Release and extend are token-checked in Lua so a holder that lost the lock can
+never free someone else's.
+The stop flag (`/stop` from any process) is a string `"1"` the holder polls while extending.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from switchboard.errors import StorageError
+
+__all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks"]
+
+LOCK_TTL_S = (
+    30.0  # Short so a crashed worker's thread is free again quickly; held ones are extended.
+)
+STOP_TTL_S = 600  # A stop request outlives any turn it may target, then vanishes.
+
+_ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+return 0
+"""
+_STOP = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_EXTEND = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+def _ms(ttl_s: float) -> int:
+    """Lock TTL in ms for PX/PEXPIRE, which reject 0: a sub-ms TTL still means "expire soon"."""
+    return max(1, round(ttl_s * 1000))
+
+
+@dataclass(frozen=True, slots=True)
+class Lock:
+    thread_id: str
+    token: str
+    ttl_s: float
+
+
+class ThreadLocks:
+    def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: float = LOCK_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self.ttl_s = ttl_s
+        self._acquire = client.register_script(_ACQUIRE)
+        self._stop = client.register_script(_STOP)
+        self._release = client.register_script(_RELEASE)
+        self._extend = client.register_script(_EXTEND)
+
+    async def acquire(self, thread_id: str) -> Lock | None:
+        """The lock, or None if another holder has it. A stale stop request is cleared with it."""
+        token = secrets.token_hex(16)
+        try:
+            ok = await self._acquire(
+                keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)],
+                args=[token, _ms(self.ttl_s)],
+            )
+        except RedisError as exc:
+            raise StorageError(f"lock acquire failed: {exc.__class__.__name__}") from None
+        return Lock(thread_id, token, self.ttl_s) if ok else None
+
+    async def extend(self, lock: Lock) -> bool:
+        """Push the expiry out; False means the lock was lost (expired and maybe taken)."""
+        try:
+            return bool(
+                await self._extend(
+                    keys=[self._keys.lock(lock.thread_id)],
+                    args=[lock.token, _ms(lock.ttl_s)],
+                )
+            )
+        except RedisError as exc:
+            raise StorageError(f"lock extend failed: {exc.__class__.__name__}") from None
+
+    async def release(self, lock: Lock) -> bool:
+        try:
+            return bool(
+                await self._release(keys=[self._keys.lock(lock.thread_id)], args=[lock.token])
+            )
+        except RedisError as exc:
+            raise StorageError(f"lock release failed: {exc.__class__.__name__}") from None
+
+    async def is_locked(self, thread_id: str) -> bool:
+        try:
+            return bool(await self._r.exists(self._keys.lock(thread_id)))
+        except RedisError as exc:
+            raise StorageError(f"lock check failed: {exc.__class__.__name__}") from None
+
+    async def request_stop(self, thread_id: str) -> bool:
+        """Ask the holder (in any process) to cancel its turn; False if nothing is running."""
+        try:
+            return bool(
+                await self._stop(
+                    keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)], args=[STOP_TTL_S]
+                )
+            )
+        except RedisError as exc:
+            raise StorageError(f"stop request failed: {exc.__class__.__name__}") from None
+
+    async def take_stop(self, thread_id: str) -> bool:
+        """Consume a pending stop request for this thread (GETDEL: seen by exactly one holder)."""
+        try:
+            return (await self._r.getdel(self._keys.stop(thread_id))) is not None
+        except RedisError as exc:
+            raise StorageError(f"stop check failed: {exc.__class__.__name__}") from None

@@ -1,0 +1,137 @@
+"""The clarification question a thread is waiting on, answered (consumed) exactly once.
+
+`sb:{thread}:question` holds JSON `{"question_id", "asker_id", "text", "options", "expires_at",
+"message_id"}` with a TTL equal to the question's remaining life (ms precision; a question whose
+`expires_at` has passed is never returned). Consume is GET + id check + DEL in one script, so a
+button press and a typed answer racing each other resume the run once.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from switchboard.errors import StorageError
+
+__all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions", "parse_question"]
+
+QUESTION_TTL_S = 7 * 24 * 3600  # People answer later; after a week the question is dropped.
+
+# A corrupt document must not make every consume fail until it expires: it matches no id, and
+# an id-less consume removes it (the caller then sees None).
+_CONSUME = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return false end
+if ARGV[1] ~= '' then
+  local ok, doc = pcall(cjson.decode, raw)
+  if not ok or type(doc) ~= 'table' or doc['question_id'] ~= ARGV[1] then return false end
+end
+redis.call('DEL', KEYS[1])
+return raw
+"""
+_SET_MESSAGE = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local ok, doc = pcall(cjson.decode, raw)
+if not ok or type(doc) ~= 'table' or doc['question_id'] ~= ARGV[1] then return 0 end
+doc['message_id'] = ARGV[2]
+redis.call('SET', KEYS[1], cjson.encode(doc), 'KEEPTTL')
+return 1
+"""
+
+
+def new_question_id() -> str:
+    """Short enough for Telegram's 64-byte callback data with an option index appended."""
+    return secrets.token_urlsafe(9)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingQuestion:
+    asker_id: str
+    text: str
+    options: tuple[str, ...] = ()
+    question_id: str = field(default_factory=new_question_id)
+    expires_at: float = field(default_factory=lambda: time.time() + QUESTION_TTL_S)
+    message_id: str = ""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["options"] = list(self.options)
+        return json.dumps(data, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> PendingQuestion:
+        data = json.loads(raw)
+        return cls(
+            asker_id=str(data["asker_id"]),
+            text=str(data["text"]),
+            options=tuple(str(o) for o in data.get("options") or ()),
+            question_id=str(data["question_id"]),
+            expires_at=float(data["expires_at"]),
+            message_id=str(data.get("message_id") or ""),
+        )
+
+
+class PendingQuestions:
+    def __init__(self, client: redis.Redis, *, keys: Keys) -> None:
+        self._r = client
+        self._keys = keys
+        self._consume = client.register_script(_CONSUME)
+        self._set_message = client.register_script(_SET_MESSAGE)
+
+    async def put(self, thread_id: str, question: PendingQuestion) -> None:
+        """Store the thread's open question, replacing any older one (an expired one is not kept)."""
+        key = self._keys.question(thread_id)
+        ttl_ms = int((question.expires_at - time.time()) * 1000)
+        try:
+            if ttl_ms > 0:
+                await self._r.set(key, question.to_json(), px=ttl_ms)
+            else:
+                await self._r.delete(key)
+        except RedisError as exc:
+            raise StorageError(f"question store failed: {exc.__class__.__name__}") from None
+
+    async def get(self, thread_id: str) -> PendingQuestion | None:
+        try:
+            raw = await self._r.get(self._keys.question(thread_id))
+        except RedisError as exc:
+            raise StorageError(f"question read failed: {exc.__class__.__name__}") from None
+        return parse_question(raw)
+
+    async def consume(self, thread_id: str, question_id: str = "") -> PendingQuestion | None:
+        """Take the open question (only if its id matches, when given); None if already taken."""
+        try:
+            raw = await self._consume(keys=[self._keys.question(thread_id)], args=[question_id])
+        except RedisError as exc:
+            raise StorageError(f"question consume failed: {exc.__class__.__name__}") from None
+        return parse_question(raw)
+
+    async def set_message(self, thread_id: str, question: PendingQuestion, message_id: str) -> None:
+        """Remember which platform message shows the question, to edit it once answered."""
+        try:
+            await self._set_message(
+                keys=[self._keys.question(thread_id)], args=[question.question_id, message_id]
+            )
+        except RedisError as exc:
+            raise StorageError(f"question update failed: {exc.__class__.__name__}") from None
+
+    async def restore(self, thread_id: str, question: PendingQuestion) -> None:
+        """Put a consumed question back (its resume failed before reaching the agent)."""
+        await self.put(thread_id, replace(question))
+
+
+def parse_question(raw: bytes | str | None) -> PendingQuestion | None:
+    """The stored question, or None if absent, corrupt or past its `expires_at`."""
+    if not raw:
+        return None
+    try:
+        question = PendingQuestion.from_json(raw)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return question if question.expires_at > time.time() else None

@@ -1,0 +1,101 @@
+"""Conversation key → agent thread id, and bot reply message → thread id.
+
+Values are thread ids (32 hex chars). Both mappings slide: every use refreshes the TTL (30 days by
+default), which is longer than any auto-reply window, so a reply to an old bot message still
+continues its thread while the conversation is alive.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from switchboard.errors import StorageError
+
+__all__ = ["THREAD_TTL_S", "ThreadMap"]
+
+THREAD_TTL_S = 30 * 24 * 3600  # Longer than any platform's auto-reply window; refreshed on use.
+
+# Get the existing thread id or store the proposed one, refreshing the TTL either way; one script so
+# two concurrent first messages agree on one thread.
+_RESOLVE = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return ARGV[1]
+"""
+
+
+def new_thread_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ThreadMap:
+    def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = THREAD_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self._ttl = ttl_s
+        self._resolve = client.register_script(_RESOLVE)
+
+    async def resolve(self, conversation_key: str) -> str:
+        """The conversation's thread id, created on first use."""
+        try:
+            raw = await self._resolve(
+                keys=[self._keys.conversation(conversation_key)], args=[new_thread_id(), self._ttl]
+            )
+        except RedisError as exc:
+            raise StorageError(f"thread resolve failed: {exc.__class__.__name__}") from None
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    async def peek(self, conversation_key: str) -> str | None:
+        """The thread id if the conversation has one, without creating or refreshing it."""
+        try:
+            raw = await self._r.get(self._keys.conversation(conversation_key))
+        except RedisError as exc:
+            raise StorageError(f"thread lookup failed: {exc.__class__.__name__}") from None
+        return raw.decode() if raw is not None else None
+
+    async def start_new(self, conversation_key: str) -> str:
+        """Point the conversation at a fresh thread (`/new`); one SET, so it is atomic."""
+        thread_id = new_thread_id()
+        try:
+            await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
+        except RedisError as exc:
+            raise StorageError(f"thread reset failed: {exc.__class__.__name__}") from None
+        return thread_id
+
+    async def bind(self, conversation_key: str, thread_id: str) -> None:
+        """Attach another conversation key to an existing thread (a reply chain continuing it)."""
+        try:
+            await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
+        except RedisError as exc:
+            raise StorageError(f"thread bind failed: {exc.__class__.__name__}") from None
+
+    async def remember_messages(
+        self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
+    ) -> None:
+        """Record the bot's reply ids so a later "reply to the bot" finds this thread."""
+        if not message_ids:
+            return
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                for mid in message_ids:
+                    pipe.set(self._keys.message(platform, chat_id, mid), thread_id, ex=self._ttl)
+                await pipe.execute()
+        except RedisError as exc:
+            raise StorageError(f"reply mapping failed: {exc.__class__.__name__}") from None
+
+    async def thread_for_message(self, platform: str, chat_id: str, message_id: str) -> str | None:
+        """The thread a bot message belongs to (refreshing its TTL), or None."""
+        key = self._keys.message(platform, chat_id, message_id)
+        try:
+            raw = await self._r.getex(key, ex=self._ttl)
+        except RedisError as exc:
+            raise StorageError(f"reply lookup failed: {exc.__class__.__name__}") from None
+        return raw.decode() if raw is not None else None
