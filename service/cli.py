@@ -16,6 +16,7 @@ import structlog
 
 from service.logging import configure_logging
 from service.settings import Settings, load_settings
+from service.shadowing import shadowing_problem
 from switchboard.errors import SwitchboardError
 
 __all__ = ["main"]
@@ -85,6 +86,10 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    problem = shadowing_problem()
+    if problem is not None:
+        print(f"switchboard: {problem}", file=sys.stderr)
+        return 2
     try:
         settings = load_settings()
     except SwitchboardError as exc:

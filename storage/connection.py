@@ -11,16 +11,30 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+from urllib.parse import urlsplit
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
+from storage.metrics import POOL_WAIT
 from switchboard.errors import StorageError
 
-__all__ = ["EmbeddedValkey", "connect", "open_redis"]
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "EmbeddedValkey",
+    "WaitingPool",
+    "connect",
+    "describe",
+    "open_redis",
+]
+
+DEFAULT_MAX_CONNECTIONS = 128
 
 _LOCK_FILE = "switchboard.lock"
 
@@ -100,30 +114,65 @@ class EmbeddedValkey:
         await asyncio.to_thread(self._stop_blocking)
 
 
-def connect(url: str) -> redis.Redis:
-    """One client (one pool) per process; responses stay bytes because checkpoints are binary.
+class WaitingPool(redis.BlockingConnectionPool):
+    """A bounded pool where callers wait (up to `timeout`) for a free connection instead of
+    failing, and the wait is measured (`switchboard_redis_pool_wait_seconds`)."""
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().get_connection(*args, **kwargs)
+        finally:
+            POOL_WAIT.observe(time.perf_counter() - started)
+
+
+def connect(
+    url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, pool_timeout_s: float = 30.0
+) -> redis.Redis:
+    """One client (one bounded pool) per process; responses stay bytes (checkpoints are binary).
+
+    redis-py resends a command after a connection error or timeout (3 tries, jittered backoff);
+    every script of ours is idempotent per call (it carries its own token or id), so a resend
+    whose first attempt did run changes nothing.
 
     A malformed URL raises StorageError without echoing it: the URL may hold a password, and
     urllib's messages quote pieces of it (a `/` in a password turns its tail into a "port").
     """
     try:
-        return redis.Redis.from_url(
+        pool = WaitingPool.from_url(
             url,
-            decode_responses=False,
+            max_connections=max_connections,
+            timeout=pool_timeout_s,
             socket_connect_timeout=5,
             socket_timeout=30,
             health_check_interval=30,
-            retry_on_timeout=True,
+            retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3),
+            retry_on_error=[ConnectionError, TimeoutError],
         )
     except ValueError:
         raise StorageError(
             "REDIS_URL is not a valid redis://, rediss:// or unix:// URL "
             "(percent-encode special characters in the password)"
         ) from None
+    return redis.Redis(connection_pool=pool, decode_responses=False)
+
+
+def describe(url: str) -> str:
+    """host:port (or the socket path) of a Redis URL, never its password."""
+    parsed = urlsplit(url)
+    if parsed.scheme == "unix":
+        return parsed.path or "unix socket"
+    try:
+        port = parsed.port or 6379
+    except ValueError:
+        port = 6379
+    return f"{parsed.hostname or 'localhost'}:{port}"
 
 
 @contextlib.asynccontextmanager
-async def open_redis(url: str | None, data_dir: Path) -> AsyncIterator[redis.Redis]:
+async def open_redis(
+    url: str | None, data_dir: Path, *, max_connections: int = DEFAULT_MAX_CONNECTIONS
+) -> AsyncIterator[redis.Redis]:
     """Yield a connected client; start (and later stop) an embedded server when `url` is None."""
     embedded: EmbeddedValkey | None = None
     if url is None:
@@ -131,15 +180,30 @@ async def open_redis(url: str | None, data_dir: Path) -> AsyncIterator[redis.Red
         await embedded.start()
         url = embedded.url
     try:
-        client = connect(url)
+        client = connect(url, max_connections=max_connections)
         try:
             try:
                 await client.ping()
             except (RedisError, OSError) as exc:
-                raise StorageError(f"cannot reach Redis: {exc.__class__.__name__}") from None
+                raise StorageError(
+                    f"cannot reach Redis at {describe(url)}: {_reason(exc)}"
+                ) from None
             yield client
         finally:
             await client.aclose()
     finally:
         if embedded is not None:
             await embedded.stop()
+
+
+def _reason(exc: BaseException) -> str:
+    """The OS-level reason of a connection failure (refused, timed out, no such host), else the
+    error's class; redis-py's own messages may echo the URL, so they are not used."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno:
+            return os.strerror(cause.errno).lower()
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return exc.__class__.__name__

@@ -5,6 +5,8 @@ These start their own embedded servers in tmp dirs (not the session server).
 
 from __future__ import annotations
 
+import asyncio
+
 import socket
 from pathlib import Path
 
@@ -105,10 +107,12 @@ async def test_open_redis_without_url_runs_an_embedded_server_and_stops_it_on_ex
 async def test_open_redis_with_an_unreachable_url_raises_storage_error_without_secrets(
     tmp_path: Path,
 ) -> None:
-    url = f"redis://admin:hunter2-secret@127.0.0.1:{_closed_port()}/0"
+    port = _closed_port()
+    url = f"redis://admin:hunter2-secret@127.0.0.1:{port}/0"
     with pytest.raises(StorageError) as info:
         async with open_redis(url, tmp_path):
             pass
+    assert str(info.value) == f"cannot reach Redis at 127.0.0.1:{port}: connection refused"
     assert "hunter2" not in str(info.value)
     assert "hunter2" not in repr(info.value)
     assert info.value.__suppress_context__
@@ -125,3 +129,15 @@ async def test_a_malformed_url_raises_storage_error_without_echoing_the_password
                 pass
         assert "secret" not in str(info.value)
         assert "hunter" not in str(info.value)
+
+
+async def test_a_full_pool_makes_callers_wait_instead_of_failing(redis_url: str) -> None:
+    client = connect(redis_url, max_connections=2)
+    try:
+        # Twenty blocking calls share two connections: each waits its turn, none raises.
+        results = await asyncio.gather(
+            *(client.blpop([f"sb:test:nothing:{i}"], 0.05) for i in range(20))
+        )
+        assert results == [None] * 20
+    finally:
+        await client.aclose()
