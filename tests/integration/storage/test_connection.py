@@ -6,7 +6,6 @@ These start their own embedded servers in tmp dirs (not the session server).
 from __future__ import annotations
 
 import asyncio
-
 import socket
 from pathlib import Path
 
