@@ -135,6 +135,18 @@ class SlackAdapter:
         self._app.event("app_mention")(self._on_event)
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
+        # Bolt answers 404 (Events API) or never acks (Socket Mode) what no listener matches, so
+        # Slack retries, shows the user an error and may disable the subscription. These
+        # catch-alls come last (bolt runs the first match): ack and drop what is not ours.
+        anything = re.compile(".*")
+        for register in (
+            self._app.event,
+            self._app.action,
+            self._app.shortcut,
+            self._app.view,
+            self._app.options,
+        ):
+            register(anything)(self._ack_only)
         self._http = AsyncSlackRequestHandler(self._app)
         self._socket: AsyncSocketModeHandler | None = None
         self._connect_task: asyncio.Task[None] | None = None
@@ -215,6 +227,13 @@ class SlackAdapter:
         structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
         _log.debug("slack.button_pressed")
         await self._deliver(msg)
+
+    async def _ack_only(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        kind = body.get("type")
+        if kind == "event_callback":
+            kind = (body.get("event") or {}).get("type")
+        _log.debug("slack.ignored", kind=kind)
 
     async def _identity(self) -> BotIdentity:
         async with self._me_lock:

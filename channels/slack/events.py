@@ -13,7 +13,7 @@ Kept apart from the adapter's I/O so every rule here is tested on plain payload 
 |                                         | so the manager's dedupe answers it once                |
 | `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
 
-Bots (including ourselves), edits, deletions and other subtypes are dropped; `file_share` and
+Bots (including ourselves and Slackbot, `USLACKBOT`), edits, deletions and other subtypes are dropped; `file_share` and
 `thread_broadcast` carry a person's words and are kept.
 """
 
@@ -28,6 +28,7 @@ from channels.message import Attachment, ButtonPress, InboundMessage, Platform
 
 __all__ = [
     "BUTTON_PREFIX",
+    "SLACKBOT_USER_ID",
     "BotIdentity",
     "button_value",
     "is_for_bot",
@@ -161,9 +162,15 @@ def _button_press(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
     )
 
 
+SLACKBOT_USER_ID = "USLACKBOT"
+"""Slackbot's user id in every workspace: its DM notices ("You have been removed from #…") carry
+no `bot_id`, yet answering them would spend a model call on a reply to a bot."""
+
+
 def _from_a_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
     return bool(
-        event.get("bot_id")
+        event.get("user") == SLACKBOT_USER_ID
+        or event.get("bot_id")
         or event.get("bot_profile")
         or event.get("subtype") == "bot_message"
         or (me.user_id and event.get("user") == me.user_id)

@@ -309,6 +309,66 @@ async def test_signed_block_action_form_post_is_delivered(
     assert inbox[0].button is not None and inbox[0].button.option_index == 0
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "reaction_added", "user": "U1", "reaction": "tada", "item": {"type": "message"}},
+        {"type": "member_joined_channel", "user": "U1", "channel": "C1"},
+        {"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "home"},
+    ],
+    ids=["reaction_added", "member_joined_channel", "app_home_opened"],
+)
+async def test_unhandled_event_types_are_acked_with_200_not_404(
+    fake: FakeSlack, http: httpx.AsyncClient, inbox: list[InboundMessage], event: dict[str, Any]
+) -> None:
+    body = json.dumps(fake.event_callback({"ts": "1.0", **event}))
+    headers = {"Content-Type": "application/json", **signed_headers(SECRET, body)}
+    response = await http.post("/slack/events", content=body, headers=headers)
+    assert response.status_code == 200
+    assert inbox == []
+
+
+def _foreign_button(fake: FakeSlack) -> dict[str, Any]:
+    """A press on a button an older version (or another feature) of the app posted."""
+    return fake.block_action(
+        user_id="U1", channel="C1", message_ts="5.0", action_id="approve_v1", label="Approve"
+    )
+
+
+async def test_foreign_button_press_over_http_is_acked_and_ignored(
+    fake: FakeSlack, http: httpx.AsyncClient, inbox: list[InboundMessage]
+) -> None:
+    body = "payload=" + urllib.parse.quote(json.dumps(_foreign_button(fake)))
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    headers.update(signed_headers(SECRET, body))
+    response = await http.post("/slack/events", content=body, headers=headers)
+    assert response.status_code == 200
+    shortcut = {
+        "type": "shortcut",
+        "callback_id": "old_shortcut",
+        "trigger_id": "1.2",
+        "user": {"id": "U1"},
+        "team": {"id": "T0FAKE"},
+    }
+    body = "payload=" + urllib.parse.quote(json.dumps(shortcut))
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    headers.update(signed_headers(SECRET, body))
+    assert (await http.post("/slack/events", content=body, headers=headers)).status_code == 200
+    assert inbox == []
+
+
+async def test_foreign_button_press_over_socket_mode_is_acked_and_ignored(
+    fake: FakeSlack, socket_adapter: SlackAdapter, inbox: list[InboundMessage]
+) -> None:
+    ack = await fake.wait_ack(await fake.push_action(_foreign_button(fake)))
+    assert ack["envelope_id"]
+    envelope = await fake.push_event(
+        {"type": "reaction_added", "user": "U1", "reaction": "tada", "ts": "1.0"}
+    )
+    await fake.wait_ack(envelope)
+    assert inbox == []
+
+
 # -- Web API calls -----------------------------------------------------------------------------
 
 

@@ -96,8 +96,14 @@ def test_unmentioned_top_level_channel_message_is_not_for_the_bot() -> None:
         {"subtype": "bot_message", "bot_id": "B2", "user": None, "text": "<@UBOT> hi"},
         {"user": "UBOT", "thread_ts": "90.0"},
         {"bot_profile": {"id": "B3"}, "channel_type": "im"},
+        {
+            "user": "USLACKBOT",
+            "channel": "D9",
+            "channel_type": "im",
+            "text": "You have been removed from #ops by <@U7>",
+        },
     ],
-    ids=["other_bot", "bot_message_subtype", "ourselves", "bot_profile_in_dm"],
+    ids=["other_bot", "bot_message_subtype", "ourselves", "bot_profile_in_dm", "slackbot_dm"],
 )
 def test_bot_messages_are_ignored(fields: dict[str, Any]) -> None:
     assert not is_for_bot(event(**fields), ME)
