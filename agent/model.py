@@ -1,7 +1,7 @@
 """The model factory: `demo` or a `provider:model` string, checked once at start-up.
 
 `openai:*` honours the base URL and key, so any OpenAI-compatible server works (Ollama, vLLM,
-LM Studio); `anthropic:*` takes its key the same way. Every other provider goes to langchain's
+LM Studio; with a base URL the key is optional, as local servers take none); `anthropic:*` takes its key the same way. Every other provider goes to langchain's
 `init_chat_model` as is and reads its own environment. A missing integration package or key
 becomes one `ConfigError` line that names what to set, never the key itself.
 """
@@ -25,6 +25,17 @@ _log = structlog.get_logger(__name__)
 
 _KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _EXTRAS = {"anthropic": "switchboard[anthropic]"}
+# init_chat_model's providers whose package is not simply `langchain-<provider>`.
+_PACKAGES = {
+    "azure_openai": "langchain-openai",
+    "azure_ai": "langchain-azure-ai",
+    "bedrock": "langchain-aws",
+    "bedrock_converse": "langchain-aws",
+    "google_anthropic_vertex": "langchain-google-vertexai",
+    "nvidia": "langchain-nvidia-ai-endpoints",
+    "together": "langchain-together",
+}
+_NO_KEY = "not-needed"  # sent to keyless OpenAI-compatible servers, which ignore it
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -51,7 +62,10 @@ def build_model(
     provider, model = split_spec(spec)
     kwargs: dict[str, Any] = {}
     if provider == "openai":
-        kwargs = {"api_key": _required_key(provider, spec, openai_api_key)}
+        # A local OpenAI-compatible server (Ollama, vLLM, LM Studio) takes no key, but the
+        # OpenAI client insists on one: with a base URL and no key, any placeholder will do.
+        key = openai_api_key or (_NO_KEY if openai_base_url else None)
+        kwargs = {"api_key": _required_key(provider, spec, key)}
         kwargs["timeout"] = MODEL_TIMEOUT_S
         if openai_base_url:
             kwargs["base_url"] = openai_base_url
@@ -64,7 +78,12 @@ def build_model(
         chat_model = init_chat_model(model, model_provider=provider, **kwargs)
     except ImportError:
         extra = _EXTRAS.get(provider)
-        hint = f"pip install '{extra}'" if extra else "install its langchain integration package"
+        package = _PACKAGES.get(provider, "langchain-" + provider.replace("_", "-"))
+        hint = (
+            f"pip install '{extra}'"
+            if extra
+            else f"pip install {package} into Switchboard's environment"
+        )
         raise ConfigError(
             f"model provider {provider!r} (SWITCHBOARD_MODEL={spec}) is not installed: {hint}"
         ) from None

@@ -39,6 +39,19 @@ def test_openai_without_key_is_one_clear_error() -> None:
     assert "OPENAI_API_KEY" in message and "\n" not in message
 
 
+def test_openai_compatible_server_needs_no_key() -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = build_model(
+        "openai:llama3.2",
+        openai_base_url="http://127.0.0.1:11434/v1",
+        openai_api_key=None,
+        anthropic_api_key=None,
+    )
+    assert isinstance(model, ChatOpenAI)
+    assert model.openai_api_base == "http://127.0.0.1:11434/v1"
+
+
 def test_anthropic_takes_its_key() -> None:
     from langchain_anthropic import ChatAnthropic
 
@@ -60,6 +73,7 @@ def test_missing_provider_package_is_one_clear_error() -> None:
     with pytest.raises(ConfigError) as caught:
         build_model("groq:llama-3.1-8b-instant", **NO_KEYS)
     assert "not installed" in str(caught.value)
+    assert "pip install langchain-groq" in str(caught.value)
 
 
 def test_unknown_provider_is_a_config_error() -> None:
