@@ -6,7 +6,7 @@ from agent.graph import AgentRuntime
 from agent.loop_detection import LoopDetectionMiddleware, LoopDetector, LoopPolicy
 from agent.model import build_model
 from agent.reply import extract_reply
-from agent.result import Question, TurnContext, TurnResult
+from agent.result import ModelCall, Question, TurnContext, TurnResult, TurnUsage
 from agent.tools import ask_clarification, builtin_tools, current_time
 from agent.tracing import (
     TracingConfig,
@@ -14,6 +14,7 @@ from agent.tracing import (
     spans_inline_when_untraced,
     tracing_from_env,
 )
+from agent.usage import ModelPrice, UsageMeter
 
 __all__ = [
     "AgentRuntime",
@@ -21,10 +22,14 @@ __all__ = [
     "LoopDetectionMiddleware",
     "LoopDetector",
     "LoopPolicy",
+    "ModelCall",
+    "ModelPrice",
     "Question",
     "TracingConfig",
     "TurnContext",
     "TurnResult",
+    "TurnUsage",
+    "UsageMeter",
     "ask_clarification",
     "build_model",
     "builtin_tools",

@@ -52,6 +52,8 @@ from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
 from agent.tools import builtin_tools
 from agent.tracing import TracingConfig, run_metadata
+from agent.usage import ModelPrice, UsageMeter
+from storage.checkpoint import FENCE_KEY
 from storage.warnings import PendingWarnings
 from switchboard.errors import AgentError, SwitchboardError
 
@@ -75,9 +77,11 @@ class AgentRuntime:
         extra_tools: Sequence[BaseTool] = (),
         loop_policy: LoopPolicy | None = None,
         clear_stale_warnings: bool = True,
+        price: ModelPrice | None = None,
     ) -> None:
         """`clear_stale_warnings=False` when every turn is started through a caller that already
-        drops earlier runs' warnings with the thread lock (the manager's `TurnGate.begin`)."""
+        drops earlier runs' warnings with the thread lock (the manager's `TurnGate.begin`).
+        `price` costs model calls whose provider reports no cost (`TurnResult.usage`)."""
         self._loops = LoopDetectionMiddleware(warnings, policy=loop_policy)
         graph: Any = create_agent(
             model,
@@ -92,6 +96,7 @@ class AgentRuntime:
         self._recursion_limit = recursion_limit
         self._tracing = tracing
         self._clear_stale = clear_stale_warnings
+        self._price = price
 
     @property
     def graph(self) -> Any:
@@ -141,6 +146,8 @@ class AgentRuntime:
     ) -> TurnResult:
         run_id = str(uuid.uuid4())
         config = self._config(thread_id, run_id, context)
+        meter = UsageMeter(self._price)  # per run: sees every model call, tool loops included
+        config["callbacks"] = [meter]
         started = time.perf_counter()
         # Clearing other runs' warnings touches only their keys, so it overlaps the run.
         clearing = asyncio.ensure_future(
@@ -165,7 +172,7 @@ class AgentRuntime:
             asked=question is not None,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return TurnResult(reply_text=reply, run_id=run_id, question=question)
+        return TurnResult(reply_text=reply, run_id=run_id, question=question, usage=meter.usage())
 
     async def _finish(self, thread_id: str, run_id: str, clearing: asyncio.Future[None]) -> None:
         with contextlib.suppress(SwitchboardError):  # the 1 h TTL cleans up what this misses
@@ -177,8 +184,11 @@ class AgentRuntime:
         metadata = run_metadata(
             thread_id=thread_id, run_id=run_id, context=context, tracing=self._tracing
         )
+        configurable: dict[str, Any] = {"thread_id": thread_id}
+        if context.fence:
+            configurable[FENCE_KEY] = context.fence
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
+            "configurable": configurable,
             "run_id": uuid.UUID(run_id),
             "metadata": metadata,
             "recursion_limit": self._recursion_limit,

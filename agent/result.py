@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Question", "TurnContext", "TurnResult"]
+__all__ = ["ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,7 @@ class TurnContext:
     platform: str = ""
     conversation_key: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    fence: str = ""  # the thread-lock token; checkpoints are written only while it holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,48 @@ class Question:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call: which model, its tokens, and its cost when known (None = unknown)."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_micros: int | None = None
+    provider_cost: bool = False  # the figure came from the provider, not from our price
+
+
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """Every model call of one turn, in order."""
+
+    calls: tuple[ModelCall, ...] = ()
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(c.input_tokens for c in self.calls)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(c.output_tokens for c in self.calls)
+
+    @property
+    def cost_micros(self) -> int | None:
+        """The sum of the calls whose cost is known; None when no call's cost is."""
+        known = [c.cost_micros for c in self.calls if c.cost_micros is not None]
+        return sum(known) if known else None
+
+    def cost_by_model(self) -> dict[str, int]:
+        """Microdollars per model name (calls of unknown cost left out), for metrics."""
+        out: dict[str, int] = {}
+        for call in self.calls:
+            if call.cost_micros is not None:
+                out[call.model] = out.get(call.model, 0) + call.cost_micros
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class TurnResult:
     reply_text: str  # clean assistant text of this turn only ("" when there is none)
     run_id: str
     question: Question | None = None
+    usage: TurnUsage = field(default_factory=TurnUsage)  # every model call of this run

@@ -5,17 +5,22 @@ slot and a Lua script may touch several of them at once.
 
 | key                                          | type   | TTL                        | owner            |
 |----------------------------------------------|--------|----------------------------|------------------|
+| `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
+| `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
 | `sb:dedupe:<platform>:<provider_id>`         | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
-| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, turns.py |
+| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, thread_queue.py |
 | `sb:{<thread_id>}:stop`                      | string | 10 min (STOP_TTL_S)        | locks.py         |
-| `sb:{<thread_id>}:pending`                   | list   | 1 h, refreshed on push     | pending.py       |
+| `sb:{<thread_id>}:q`                         | zset   | 1 day, refreshed on write  | thread_queue.py  |
+| `sb:{<thread_id>}:qmsg`                      | hash   | 1 day, refreshed on write  | thread_queue.py  |
+| `sb:{<thread_id>}:done`                      | zset   | 1 day, trimmed on write    | thread_queue.py  |
 | `sb:{<thread_id>}:warn:<run_id>`             | list   | 1 h backstop               | warnings.py      |
 | `sb:{<thread_id>}:warnruns`                  | set    | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
+| `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
 | `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
 | `sb:{<thread_id>}:cp:idx`                    | zset   | optional whole-thread TTL  | checkpoint.py    |
@@ -36,6 +41,11 @@ slot and a Lua script may touch several of them at once.
 | `sb:acctlinks:<account>`                     | set    | none                       | links.py         |
 | `sb:links`                                   | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
+| `sb:usage:{<platform>:<user>}:day:<date>`     | string | until next 00:00 UTC       | usage.py         |
+| `sb:usage:{<platform>:<user>}:week:<iso week>`| string | until next Monday 00:00 UTC | usage.py        |
+| `sb:usage:{<platform>:<user>}:turn:<turn_id>` | string | 1 h (TURN_MARK_TTL_S)      | usage.py         |
+| `sb:usage:{<platform>:<user>}:limits`         | hash   | none (admin override)      | usage.py         |
+| `sb:usage:{<platform>:<user>}:notice:<chat>:<window>:<id>` | string | until the window ends | usage.py |
 
 Values are UTF-8 strings or JSON documents; the owning module documents its value shape.
 """
@@ -57,6 +67,16 @@ class Keys:
             return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
         return f"{self.prefix}dedupe:{platform}:{provider_id}"
 
+    def inbox(self) -> str:
+        return f"{self.prefix}inbox"
+
+    def orphans(self) -> str:
+        """Threads whose queue waits on a holder; the sweeper checks them once they are due."""
+        return f"{self.prefix}orphans"
+
+    def question_thread(self, question_id: str) -> str:
+        return f"{self.prefix}qid:{question_id}"
+
     def conversation(self, conversation_key: str) -> str:
         return f"{self.prefix}conv:{conversation_key}"
 
@@ -72,9 +92,6 @@ class Keys:
 
     def stop(self, thread_id: str) -> str:
         return self.thread(thread_id, "stop")
-
-    def pending(self, thread_id: str) -> str:
-        return self.thread(thread_id, "pending")
 
     def warnings(self, thread_id: str, run_id: str) -> str:
         return self.thread(thread_id, f"warn:{run_id}")
@@ -133,3 +150,23 @@ class Keys:
 
     def notice(self, platform: str, chat_id: str) -> str:
         return f"{self.prefix}notice:{platform}:{chat_id}"
+
+    def usage(self, platform: str, user_id: str, suffix: str) -> str:
+        """A key of one user's spend; the hash tag lets one script update both windows."""
+        return f"{self.prefix}usage:{{{platform}:{user_id}}}:{suffix}"
+
+    def usage_day(self, platform: str, user_id: str, day_id: str) -> str:
+        return self.usage(platform, user_id, f"day:{day_id}")
+
+    def usage_week(self, platform: str, user_id: str, week_id: str) -> str:
+        return self.usage(platform, user_id, f"week:{week_id}")
+
+    def usage_turn(self, platform: str, user_id: str, turn_id: str) -> str:
+        return self.usage(platform, user_id, f"turn:{turn_id}")
+
+    def usage_limits(self, platform: str, user_id: str) -> str:
+        return self.usage(platform, user_id, "limits")
+
+    def usage_notice(self, platform: str, user_id: str, chat_id: str, window: str) -> str:
+        """`window` is `<kind>:<window id>`, e.g. `daily:2025-01-31`."""
+        return self.usage(platform, user_id, f"notice:{chat_id}:{window}")

@@ -5,7 +5,8 @@ completion, or server-sent event chunks when `stream` is true (tool-call deltas 
 chunk when `stream_options.include_usage` asks for one). It checks what the real API checks and
 the agent could get wrong: the bearer key (401 otherwise), and that every assistant tool call is
 answered by a tool message and every tool message answers a call (400 otherwise, with OpenAI's
-wording). Every request is recorded (body and headers).
+wording). Every request is recorded (body and headers). With `cost` set, every usage block also
+carries `"cost": <USD>` the way OpenRouter reports what a call cost.
 
 Its script, on the last message:
 - a tool result -> "The tool said: <content>."
@@ -49,6 +50,7 @@ class FakeOpenAI:
     api_key: str = API_KEY
     requests: list[Recorded] = field(default_factory=list)
     base_url: str = ""
+    cost: float | None = None  # OpenRouter-style `usage.cost` in USD on every response
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
 
@@ -99,7 +101,7 @@ class FakeOpenAI:
                         "logprobs": None,
                     }
                 ],
-                "usage": _usage(body, text),
+                "usage": self._usage(body, text),
             }
         )
 
@@ -141,7 +143,7 @@ class FakeOpenAI:
                 "created": int(time.time()),
                 "model": body.get("model", ""),
                 "choices": [],
-                "usage": _usage(body, text),
+                "usage": self._usage(body, text),
             }
             await response.write(f"data: {json.dumps(usage)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
@@ -175,6 +177,12 @@ class FakeOpenAI:
             }
             return "", [self._call("ask_clarification", args)]
         return f"You said: {said}", []
+
+    def _usage(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        usage: dict[str, Any] = _usage(body, text)
+        if self.cost is not None:
+            usage["cost"] = self.cost
+        return usage
 
     def _call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {
