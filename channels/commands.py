@@ -18,6 +18,7 @@ class CommandName(StrEnum):
     NEW = "new"
     STATUS = "status"
     STOP = "stop"
+    USAGE = "usage"
     LINK = "link"
     UNLINK = "unlink"
     START = "start"  # Telegram sends /start when a chat opens; treated as /help
@@ -38,6 +39,7 @@ HELP_TEXT = (
     "/new — start a fresh conversation here\n"
     "/status — show this conversation's state\n"
     "/stop — cancel the answer in progress\n"
+    "/usage — how much of your usage limits you have used\n"
     "/link — link this workspace (admins) or your DMs to a Switchboard account\n"
     "/unlink — remove a link you created\n"
     "/help — this text"

@@ -8,10 +8,13 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
+    "BUDGET_REFUSALS",
     "DEDUPE_HITS",
     "ERRORS",
     "MESSAGES_IN",
     "MESSAGES_OUT",
+    "MODEL_SPEND",
+    "MODEL_TOKENS",
     "QUEUE_DEPTH",
     "TURN_LATENCY",
 ]
@@ -33,3 +36,19 @@ DEDUPE_HITS = Counter(
     "switchboard_dedupe_hits_total", "Redeliveries dropped by dedupe", ["platform"]
 )
 ERRORS = Counter("switchboard_errors_total", "Errors shown to users, by category", ["category"])
+# Model names are a small closed set too: the configured model(s), as the provider names them.
+MODEL_SPEND = Counter(
+    "switchboard_model_spend_microdollars_total",
+    "Model spend in microdollars (provider-reported, else tokens x SWITCHBOARD_MODEL_PRICE)",
+    ["platform", "model"],
+)
+MODEL_TOKENS = Counter(
+    "switchboard_model_tokens_total",
+    "Model tokens, by direction (input/output)",
+    ["platform", "model", "direction"],
+)
+BUDGET_REFUSALS = Counter(
+    "switchboard_budget_refusals_total",
+    "Messages refused because the sender's usage budget is spent",
+    ["platform", "window"],
+)

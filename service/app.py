@@ -19,11 +19,13 @@ import structlog
 
 from agent import (
     AgentRuntime,
+    ModelPrice,
     build_model,
     spans_inline_when_untraced,
     tracing_from_env,
 )
 from channels import AccessGate, Adapter, Manager, ManagerConfig, ManagerStores
+from channels.usage import Budget, UsageDesk
 from service.settings import Settings
 from storage import (
     Accounts,
@@ -38,11 +40,18 @@ from storage import (
     ThreadLocks,
     ThreadMap,
     TurnGate,
+    UsageLedger,
     open_redis,
 )
 from switchboard.errors import ConfigError
 
-__all__ = ["Core", "build_adapters", "build_core", "running_service"]
+__all__ = [
+    "Core",
+    "build_adapters",
+    "build_core",
+    "build_usage_desk",
+    "running_service",
+]
 
 _log = structlog.get_logger(__name__)
 
@@ -61,6 +70,7 @@ class Core:
     links: Links
     adapters: list[Adapter] = field(default_factory=list)
     http_port: int | None = None
+    usage: UsageDesk | None = None
 
 
 def _secret(value: Any) -> str | None:
@@ -101,7 +111,9 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         recursion_limit=settings.recursion_limit,
         tracing=tracing,
         clear_stale_warnings=False,  # TurnGate.begin drops them with the thread lock
+        price=_price(settings),
     )
+    usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)
     access = AccessGate(
@@ -115,11 +127,28 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             busy=settings.busy, model_name=settings.model, max_input_chars=settings.max_input_chars
         ),
     )
-    core = Core(settings, client, keys, runtime, manager, accounts, links)
+    core = Core(settings, client, keys, runtime, manager, accounts, links, usage=usage)
     try:
         yield core
     finally:
         await manager.aclose()
+
+
+def _price(settings: Settings) -> ModelPrice | None:
+    pair = settings.price_per_million
+    return ModelPrice(*pair) if pair is not None else None
+
+
+def build_usage_desk(settings: Settings, client: redis.Redis, keys: Keys) -> UsageDesk:
+    """Budgets from settings; says at start-up when a budget is set that no price backs."""
+    budget = Budget.from_usd(settings.budget_daily_usd, settings.budget_weekly_usd)
+    if budget.enabled and settings.price_per_million is None:
+        _log.warning(
+            "usage.budget_without_price",
+            hint="SWITCHBOARD_BUDGET_* is set but SWITCHBOARD_MODEL_PRICE is not: only turns "
+            "whose provider reports a cost count against budgets",
+        )
+    return UsageDesk(ledger=UsageLedger(client, keys=keys), budget=budget)
 
 
 def build_adapters(settings: Settings, manager: Manager) -> list[Adapter]:
@@ -234,6 +263,7 @@ async def _start_http(
         accounts=core.accounts,
         links=core.links,
         ready=ready,
+        usage=core.usage,
         webhooks=_webhooks(core.adapters),
     )
     config = uvicorn.Config(

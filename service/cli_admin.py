@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from service.cli_usage import add_usage_commands
 from service.settings import load_settings
 from storage import (
     AccountError,
@@ -65,6 +66,8 @@ def add_admin_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     delete.add_argument("link_id", metavar="ID")
     delete.add_argument("--account", required=True)
     delete.set_defaults(func=_command(_links_delete))
+
+    add_usage_commands(subparsers)
 
 
 def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:

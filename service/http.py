@@ -34,8 +34,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import channels.metrics  # noqa: F401 - /metrics must list ours even before any traffic
+from channels.usage import UsageDesk
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
 from service.settings import Settings
+from service.usage_api import add_usage_admin
 from storage import (
     Account,
     Accounts,
@@ -257,6 +259,7 @@ def build_http_app(
     links: Links,
     ready: Callable[[], Awaitable[bool]],
     webhooks: Mapping[str, Webhook] | None = None,
+    usage: UsageDesk | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="Switchboard",
@@ -345,6 +348,14 @@ def build_http_app(
         return Deleted(deleted=link_id)
 
     _add_link_page(app, accounts=accounts, links=links)
+    if usage is not None:
+        admin_codes = (401, 422, 503)
+        add_usage_admin(
+            app,
+            usage=usage,
+            admin=_admin_guard(settings),
+            responses={code: {"model": ErrorBody} for code in admin_codes},
+        )
     _add_ops(app, settings=settings, ready=ready)
     for path, handler in (webhooks or {}).items():
         _add_webhook(app, path, handler)
@@ -467,6 +478,23 @@ def _add_ops(app: FastAPI, *, settings: Settings, ready: Callable[[], Awaitable[
         if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
             raise _ApiError(401, "invalid admin key", _BEARER_CHALLENGE)
         return settings.public_view()
+
+
+def _admin_guard(settings: Settings) -> Callable[..., Awaitable[None]]:
+    """A dependency admitting only `Authorization: Bearer <SWITCHBOARD_ADMIN_KEY>`."""
+    admin_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <admin key>")
+
+    async def require_admin(
+        creds: HTTPAuthorizationCredentials | None = Depends(admin_bearer),
+    ) -> None:
+        expected = settings.admin_key.get_secret_value() if settings.admin_key else ""
+        given = creds.credentials if creds is not None else ""
+        if not expected:
+            raise _ApiError(401, "admin API disabled: set SWITCHBOARD_ADMIN_KEY", _BEARER_CHALLENGE)
+        if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
+            raise _ApiError(401, "invalid admin key", _BEARER_CHALLENGE)
+
+    return require_admin
 
 
 def _add_webhook(app: FastAPI, path: str, handler: Webhook) -> None:

@@ -96,6 +96,14 @@ class Settings(BaseSettings):
     )
     discord_gateway_url: str | None = Field(None, validation_alias=_env("DISCORD_GATEWAY_URL"))
 
+    budget_daily_usd: float = Field(
+        0.0, ge=0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_DAILY_USD")
+    )
+    budget_weekly_usd: float = Field(
+        0.0, ge=0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_WEEKLY_USD")
+    )
+    model_price: str | None = Field(None, validation_alias=_env("SWITCHBOARD_MODEL_PRICE"))
+
     @field_validator("redis_prefix")
     @classmethod
     def _prefix_not_empty(cls, value: str) -> str:
@@ -116,6 +124,19 @@ class Settings(BaseSettings):
         if value != "demo" and ":" not in value:
             raise ValueError("must be 'demo' or 'provider:model', e.g. openai:gpt-4o-mini")
         return value
+
+    @field_validator("model_price")
+    @classmethod
+    def _price_pair(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        _parse_price(value)
+        return value.strip()
+
+    @property
+    def price_per_million(self) -> tuple[float, float] | None:
+        """(input, output) USD per million tokens, or None when no price is set."""
+        return _parse_price(self.model_price) if self.model_price else None
 
     @property
     def telegram_enabled(self) -> bool:
@@ -151,6 +172,22 @@ class Settings(BaseSettings):
             else:
                 out[str(key)] = value
         return out
+
+
+def _parse_price(value: str) -> tuple[float, float]:
+    """`IN,OUT` in USD per million tokens, both finite and >= 0."""
+    parts = [p.strip() for p in value.split(",")]
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        prices = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValueError(
+            "must be IN,OUT: USD per million input and output tokens, e.g. 0.15,0.60"
+        ) from None
+    if not all(0 <= p < float("inf") for p in prices):
+        raise ValueError("prices must be finite and not negative")
+    return prices
 
 
 def _mask_url_password(url: str) -> str:
