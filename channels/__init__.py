@@ -13,6 +13,7 @@ from channels.adapter import (
     Deliver,
     Markup,
     QuestionPrompt,
+    ReportsHealth,
     SentRef,
 )
 from channels.commands import Command, CommandName, parse_command
@@ -48,6 +49,7 @@ __all__ = [
     "Platform",
     "QuestionPrompt",
     "ReplyTarget",
+    "ReportsHealth",
     "SentRef",
     "conversation_key",
     "parse_command",

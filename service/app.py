@@ -24,7 +24,14 @@ from agent import (
     spans_inline_when_untraced,
     tracing_from_env,
 )
-from channels import AccessGate, Adapter, Manager, ManagerConfig, ManagerStores
+from channels import (
+    AccessGate,
+    Adapter,
+    Manager,
+    ManagerConfig,
+    ManagerStores,
+    ReportsHealth,
+)
 from channels.usage import Budget, UsageDesk
 from service.settings import Settings
 from storage import (
@@ -215,6 +222,13 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         client = await stack.enter_async_context(open_redis(settings.redis_url, settings.data_dir))
         core = await stack.enter_async_context(build_core(settings, client))
         core.adapters = build_adapters(settings, core.manager)
+        if http and not core.adapters:
+            _log.warning(
+                "service.no_channels",
+                hint="no chat platform is configured: set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, "
+                "or SLACK_BOT_TOKEN with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET (see README); "
+                "serving HTTP only",
+            )
         started: list[Adapter] = []
 
         async def ready() -> bool:
@@ -222,7 +236,12 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 await client.ping()
             except Exception:
                 return False
-            return len(started) == len(core.adapters)
+            down = [
+                str(a.platform) for a in started if isinstance(a, ReportsHealth) and not a.healthy
+            ]
+            if down:
+                _log.warning("ready.channels_down", channels=down)
+            return len(started) == len(core.adapters) and not down
 
         for adapter in core.adapters:
             await adapter.start()

@@ -4,7 +4,8 @@ Errors are always JSON `{"error": "..."}`:
 
 | status | when                                                                       |
 |--------|----------------------------------------------------------------------------|
-| 400    | token of the wrong kind for the endpoint; unparsable form                  |
+| 400    | token of the wrong kind for the endpoint; unparsable form; a webhook body  |
+|        | nested deeper than 64 levels (checked before any parser recurses)          |
 | 401    | missing, invalid or revoked API key (or admin key)                         |
 | 404    | unknown token, unknown link *and someone else's link* (same body)          |
 | 409    | target already linked (to you, or to another account)                      |
@@ -18,10 +19,12 @@ Errors are always JSON `{"error": "..."}`:
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
+from urllib.parse import unquote_to_bytes
 
 import structlog
 from fastapi import Depends, FastAPI, Request
@@ -56,7 +59,15 @@ from storage import (
 )
 from switchboard.errors import StorageError
 
-__all__ = ["ErrorBody", "LinkList", "LinkOut", "TokenInfo", "build_http_app"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "ErrorBody",
+    "LinkList",
+    "LinkOut",
+    "TokenInfo",
+    "build_http_app",
+    "too_deep",
+]
 
 _log = structlog.get_logger(__name__)
 
@@ -261,12 +272,14 @@ def build_http_app(
     webhooks: Mapping[str, Webhook] | None = None,
     usage: UsageDesk | None = None,
 ) -> FastAPI:
+    # The API description is for operators: off unless an admin key says one is running this.
+    documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
     app = FastAPI(
         title="Switchboard",
         summary="Link chat workspaces and DMs to Switchboard accounts; operations endpoints.",
         version="0.1.0",
-        openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        openapi_url="/api/openapi.json" if documented else None,
+        docs_url="/api/docs" if documented else None,
         redoc_url=None,
     )
     # The body limit sits inside the catch-all so its own signal never reaches it as a fault.
@@ -497,8 +510,32 @@ def _admin_guard(settings: Settings) -> Callable[..., Awaitable[None]]:
     return require_admin
 
 
+MAX_JSON_DEPTH = 64  # real updates nest about 15 deep; far deeper is an attack on the parser
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def too_deep(body: bytes, content_type: str | None, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a JSON (or Slack's form-encoded JSON) body nests deeper than `limit`, found
+    without parsing it: a parser recursing that deep would raise RecursionError (an HTTP 500)."""
+    if (content_type or "").split(";")[0].strip() == "application/x-www-form-urlencoded":
+        body = unquote_to_bytes(body.replace(b"+", b" "))
+    depth = 0
+    for bracket in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+        if bracket in b"[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def _add_webhook(app: FastAPI, path: str, handler: Webhook) -> None:
     async def webhook(request: Request) -> Response:
+        if too_deep(await request.body(), request.headers.get("content-type")):
+            _log.info("webhook.rejected", path=path, reason="nesting")
+            return _error(400, f"malformed body: JSON nested deeper than {MAX_JSON_DEPTH}")
         return await handler(request)
 
     app.add_api_route(

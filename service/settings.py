@@ -6,15 +6,24 @@ variable the operator actually sets.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from switchboard.errors import ConfigError
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "load_settings", "mask_url"]
 
 
 def _env(name: str) -> AliasChoices:
@@ -62,8 +71,9 @@ class Settings(BaseSettings):
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")
     )
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))
-    checkpoint_ttl_days: int | None = Field(
-        None, ge=1, validation_alias=_env("SWITCHBOARD_CHECKPOINT_TTL_DAYS")
+    # Checkpoints are the bulk of Redis memory; a thread idle this long is deleted (0 = keep all).
+    checkpoint_ttl_days: int = Field(
+        90, ge=0, validation_alias=_env("SWITCHBOARD_CHECKPOINT_TTL_DAYS")
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", validation_alias=_env("SWITCHBOARD_LOG_LEVEL")
@@ -138,6 +148,15 @@ class Settings(BaseSettings):
         """(input, output) USD per million tokens, or None when no price is set."""
         return _parse_price(self.model_price) if self.model_price else None
 
+    @model_validator(mode="after")
+    def _channels_complete(self) -> Settings:
+        """A half-configured channel stops start-up naming what is missing; otherwise it would
+        silently not start (and a webhook without its secret would fail only seconds later)."""
+        problem = _channel_problem(self) or _retention_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
+
     @property
     def telegram_enabled(self) -> bool:
         return self.telegram_bot_token is not None
@@ -167,8 +186,8 @@ class Settings(BaseSettings):
                 out[str(key)] = "***"
             elif isinstance(value, Path):
                 out[str(key)] = str(value)
-            elif key == "REDIS_URL" and value and "@" in value:
-                out[str(key)] = _mask_url_password(value)
+            elif isinstance(value, str) and "://" in value:
+                out[str(key)] = mask_url(value)
             else:
                 out[str(key)] = value
         return out
@@ -190,11 +209,62 @@ def _parse_price(value: str) -> tuple[float, float]:
     return prices
 
 
-def _mask_url_password(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
+def mask_url(url: str) -> str:
+    """A URL fit to show: the password (or a lone user part, often a token) and every query
+    value become `***`. Anything unparsable is masked whole rather than risk echoing it."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        creds, at, host = netloc.rpartition("@")
+        if at:
+            user, colon, _ = creds.partition(":")
+            netloc = f"{user}:***@{host}" if colon else f"***@{host}"
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = "&".join(f"{quote(k)}=***" for k, _ in pairs)
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "***"
+
+
+_WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+def _set(value: SecretStr | None) -> bool:
+    return value is not None and bool(value.get_secret_value())
+
+
+def _retention_problem(s: Settings) -> str | None:
+    """Checkpoints must outlive the conversation mapping, or a chat that is still mapped to its
+    thread would silently lose its history."""
+    if s.checkpoint_ttl_days and s.checkpoint_ttl_days < s.thread_ttl_days:
+        return (
+            f"SWITCHBOARD_CHECKPOINT_TTL_DAYS ({s.checkpoint_ttl_days}) must be 0 (keep) or at "
+            f"least SWITCHBOARD_THREAD_TTL_DAYS ({s.thread_ttl_days})"
+        )
+    return None
+
+
+def _channel_problem(s: Settings) -> str | None:
+    """What a half-configured channel lacks, in one line naming the variables."""
+    slack_transport = _set(s.slack_app_token) or _set(s.slack_signing_secret)
+    if _set(s.slack_bot_token) and not slack_transport:
+        return (
+            "SLACK_BOT_TOKEN is set but Slack also needs SLACK_APP_TOKEN (Socket Mode, an xapp- "
+            "token) or SLACK_SIGNING_SECRET (Events API at /slack/events)"
+        )
+    if slack_transport and not _set(s.slack_bot_token):
+        given = "SLACK_APP_TOKEN" if _set(s.slack_app_token) else "SLACK_SIGNING_SECRET"
+        return f"{given} is set but SLACK_BOT_TOKEN (the xoxb- bot token) is not"
+    if _set(s.telegram_bot_token) and s.telegram_mode == "webhook":
+        secret = s.telegram_webhook_secret
+        if not _set(secret):
+            return (
+                "TELEGRAM_MODE=webhook needs TELEGRAM_WEBHOOK_SECRET "
+                "(1-256 characters of A-Z, a-z, 0-9, _ and -; e.g. `openssl rand -hex 32`)"
+            )
+        if secret is not None and not _WEBHOOK_SECRET.match(secret.get_secret_value()):
+            return "TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, _ and -"
+    return None
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -203,9 +273,12 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = first.get("loc") or ("?",)
+        message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = first.get("loc")
+        if not loc:  # a check across settings: its message names the variables itself
+            raise ConfigError(message) from None
         name = str(loc[0])
         field = Settings.model_fields.get(name)
         if field is not None and isinstance(field.validation_alias, AliasChoices):
             name = str(field.validation_alias.choices[0])
-        raise ConfigError(f"invalid setting {name.upper()}: {first.get('msg')}") from None
+        raise ConfigError(f"invalid setting {name.upper()}: {message}") from None

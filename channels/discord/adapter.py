@@ -35,6 +35,7 @@ from channels.adapter import (
     Markup,
     QuestionPrompt,
     SentRef,
+    deliver_until_taken,
 )
 from channels.discord.client import (
     DEFAULT_API_BASE,
@@ -83,6 +84,8 @@ _THREAD_ARCHIVE_MIN = 1440  # threads auto-archive after a day without messages
 _REMEMBERED = 4096  # bound on each in-memory map (threads, message→thread, interactions)
 _BUTTON_LABEL_MAX = 80
 _MAX_BUTTONS = 25
+_RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubles each time
+_RESTART_MAX_S = 60.0
 _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀"}
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
@@ -141,7 +144,7 @@ class DiscordAdapter:
     async def start(self) -> None:
         if self._gateway is not None:
             return
-        self._gateway = asyncio.create_task(self._client.start(self._token), name="discord.gateway")
+        self._gateway = asyncio.create_task(self._run_gateway(), name="discord.gateway")
         self._gateway.add_done_callback(self._gateway_ended)
         ready = asyncio.create_task(self._ready.wait())
         done, _ = await asyncio.wait(
@@ -176,6 +179,47 @@ class DiscordAdapter:
         if pending:
             await asyncio.wait(pending, timeout=10.0)
         _log.info("discord.stopped")
+
+    @property
+    def healthy(self) -> bool:
+        """Connected to the gateway and READY (for `/readyz`): false while discord.py
+        reconnects, and while the gateway is being restarted after a failure."""
+        ws = self._client.ws
+        return (
+            self._gateway is not None
+            and not self._gateway.done()
+            and self._client.is_ready()
+            and ws is not None
+            and ws.open
+        )
+
+    async def _run_gateway(self) -> None:
+        """discord.py's login + gateway loop, restarted with backoff when it ends on an error
+        the library does not retry itself; a rejected token, or a failure before the first
+        READY, ends it (so `start()` reports it)."""
+        delay = _RESTART_MIN_S
+        while True:
+            try:
+                await self._client.start(self._token)
+                return
+            except (discord.LoginFailure, discord.PrivilegedIntentsRequired):
+                raise
+            except Exception as exc:
+                if self._stopped or not self._ready.is_set():
+                    raise
+                _log.error(
+                    "discord.gateway_failed",
+                    error=type(exc).__name__,
+                    restart_in_s=delay,
+                    exc_info=exc,
+                )
+            with contextlib.suppress(Exception):
+                await self._client.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RESTART_MAX_S)
+            if self._stopped:
+                return
+            self._client.clear()
 
     def _gateway_ended(self, task: asyncio.Task[None]) -> None:
         if self._stopped or task.cancelled():
@@ -239,7 +283,8 @@ class DiscordAdapter:
                 chat_id = await self._thread_for(payload, me)
         msg = to_inbound(payload, me, chat_id=chat_id)
         _log.info("message.received", dm=msg.is_dm, thread=chat_id)
-        await self._deliver(msg)
+        # The gateway cannot be asked to resend: keep trying until the inbox takes it.
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     async def _thread_for(self, payload: dict[str, Any], me: BotIdentity) -> str | None:
         """The thread for this mention, created once per message however often it arrives."""
@@ -287,7 +332,7 @@ class DiscordAdapter:
         except PlatformError as exc:
             _log.warning("discord.press_ack_failed", code=exc.code)
         _log.info("button.pressed", question_id=msg.button.question_id)
-        await self._deliver(msg)
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     # -- outbound -----------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ sees them all); otherwise the one `GET /gateway/bot` returns at `api_base`, used
 would dial its built-in default, while resumes follow READY's `resume_gateway_url` as usual.
 Reconnect/resume and 429 handling stay discord.py's own.
 
-Raw payloads. `TappedState` lets discord.py parse MESSAGE_CREATE as usual and then hands the wire
+Raw payloads. `TappedState` guards every parser (a payload discord.py cannot parse is logged and
+skipped, not fatal to the connection), lets discord.py parse MESSAGE_CREATE as usual and then hands the wire
 dict to the adapter; component interactions whose custom id is ours are handed over with their
 `Interaction` (and skip discord.py's view store, which never holds our buttons).
 """
@@ -74,6 +75,14 @@ class RoutedHTTP(HTTPClient):
         route.url = _rebase(route.url, self.api_base)
         return await super().request(route, **kwargs)
 
+    def clear(self) -> None:
+        """discord.py's reset before a restart, which would keep the connector that closing
+        the old session also closed; the next login then needs a new one."""
+        super().clear()
+        connector = self.connector
+        if connector is not discord.utils.MISSING and connector.closed:
+            self.connector = discord.utils.MISSING
+
     def gateway_for(self, url: str) -> str:
         """Where a main-gateway connect to `url` actually goes."""
         asked = yarl.URL(url)
@@ -112,6 +121,19 @@ def routed_webhooks(adapter: RoutedWebhooks) -> Iterator[None]:
         async_context.reset(token)
 
 
+def _guarded(event: str, parser: Callable[[Any], None]) -> Callable[[Any], None]:
+    """`parser`, but an event discord.py cannot parse (a field a newer API version dropped,
+    say) is logged and skipped instead of ending the gateway connection for good."""
+
+    def parse(data: Any) -> None:
+        try:
+            parser(data)
+        except Exception as exc:
+            _log.error("discord.event_skipped", kind=event, error=type(exc).__name__, exc_info=exc)
+
+    return parse
+
+
 class TappedState(ConnectionState):
     """discord.py's connection state, passing raw MESSAGE_CREATEs and our button presses on.
 
@@ -120,6 +142,11 @@ class TappedState(ConnectionState):
 
     on_message_payload: PayloadHook | None = None
     on_press: PressHook | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for event, parser in list(self.parsers.items()):
+            self.parsers[event] = _guarded(event, parser)
 
     def parse_message_create(self, data: Any) -> None:
         super().parse_message_create(data)
@@ -161,6 +188,9 @@ class SwitchboardClient(discord.Client):
         self.http = http
         self._connection.http = http
         self._sb_on_ready = on_ready
+        # We never join voice; without this discord.py warns at every start that PyNaCl is missing.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
 
     @property
     def state(self) -> TappedState:

@@ -292,6 +292,12 @@ class FakeDiscord:
         await self._conn.send({"op": 7, "d": None})
         await wait_until(lambda: self.resumes > before and self._conn is not None)
 
+    async def drop(self, code: int) -> None:
+        """Close the live gateway connection with `code` (4010-4013 end discord.py's gateway
+        loop instead of resuming: the shape of a connection that died for good)."""
+        assert self._conn is not None
+        await self._conn.ws.close(code=code)
+
     # -- gateway ------------------------------------------------------------------------------
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:

@@ -35,7 +35,8 @@ CONTRACT_VARS = [
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [*CONTRACT_VARS, "SWITCHBOARD_BUSY", "SWITCHBOARD_RATE_LIMIT"]:
+    extra = ["SWITCHBOARD_BUSY", "SWITCHBOARD_RATE_LIMIT", "SWITCHBOARD_CHECKPOINT_TTL_DAYS"]
+    for name in [*CONTRACT_VARS, *extra]:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -100,6 +101,7 @@ def test_invalid_value_is_one_line_naming_the_variable(
 
 def test_secrets_are_masked_in_the_public_view(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-very-secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
     monkeypatch.setenv("REDIS_URL", "redis://user:hunter2@db:6379/0")
     view = load_settings(_env_file=None).public_view()
@@ -107,8 +109,83 @@ def test_secrets_are_masked_in_the_public_view(monkeypatch: pytest.MonkeyPatch) 
     assert "hunter2" not in str(view) and "very-secret" not in str(view)
 
 
-def test_slack_needs_a_transport_token_to_start() -> None:
-    only_bot = Settings(_env_file=None, slack_bot_token="xoxb-1")  # type: ignore[call-arg]
-    assert not only_bot.slack_enabled
+def test_slack_with_a_transport_token_starts() -> None:
     socket = Settings(_env_file=None, slack_bot_token="xoxb-1", slack_app_token="xapp-1")  # type: ignore[call-arg]
     assert socket.slack_enabled
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"SLACK_BOT_TOKEN": "xoxb-1"}, ["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"]),
+        ({"SLACK_APP_TOKEN": "xapp-1"}, ["SLACK_BOT_TOKEN"]),
+        ({"SLACK_SIGNING_SECRET": "abc"}, ["SLACK_BOT_TOKEN"]),
+        ({"TELEGRAM_BOT_TOKEN": "1:a", "TELEGRAM_MODE": "webhook"}, ["TELEGRAM_WEBHOOK_SECRET"]),
+        (
+            {
+                "TELEGRAM_BOT_TOKEN": "1:a",
+                "TELEGRAM_MODE": "webhook",
+                "TELEGRAM_WEBHOOK_SECRET": "has spaces!",
+            },
+            ["TELEGRAM_WEBHOOK_SECRET"],
+        ),
+        ({"SWITCHBOARD_CHECKPOINT_TTL_DAYS": "7"}, ["SWITCHBOARD_THREAD_TTL_DAYS"]),
+    ],
+    ids=[
+        "slack_bot_only",
+        "slack_app_only",
+        "slack_secret_only",
+        "webhook_no_secret",
+        "webhook_bad_secret",
+        "checkpoints_shorter_than_threads",
+    ],
+)
+def test_half_configured_channel_fails_naming_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], named: list[str]
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings(_env_file=None)
+    message = str(info.value)
+    assert all(n in message for n in named) and "\n" not in message
+    assert "Value error" not in message
+    for value in env.values():
+        assert value in ("webhook", "7") or value not in message
+
+
+def test_field_errors_read_without_pydantic_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWITCHBOARD_MODEL", "gpt4")
+    with pytest.raises(ConfigError) as info:
+        load_settings(_env_file=None)
+    assert str(info.value).startswith("invalid setting SWITCHBOARD_MODEL: must be 'demo'")
+
+
+def test_checkpoints_expire_after_90_idle_days_by_default_and_0_keeps_them() -> None:
+    assert Settings(_env_file=None).checkpoint_ttl_days == 90  # type: ignore[call-arg]
+    keep = Settings(_env_file=None, checkpoint_ttl_days=0)  # type: ignore[call-arg]
+    assert keep.checkpoint_ttl_days == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "url", "secret"),
+    [
+        ("REDIS_URL", "redis://db:6379/0?password=hunter2", "hunter2"),
+        ("REDIS_URL", "rediss://:hunter2@db:6380/0", "hunter2"),
+        ("REDIS_URL", "redis://user:hunter2@db:6379/0", "hunter2"),
+        ("OPENAI_BASE_URL", "https://bob:pa55word@llm.internal/v1", "pa55word"),
+        ("OPENAI_BASE_URL", "https://llm.internal/v1?api-key=sk-in-query", "sk-in-query"),
+        ("TELEGRAM_API_BASE", "https://tok3n@tg-proxy.internal", "tok3n"),
+        ("SLACK_API_BASE", "https://proxy.internal/api/?token=xoxb-9", "xoxb-9"),
+        ("DISCORD_API_BASE", "https://u:p4ss@proxy.internal/api/v10", "p4ss"),
+        ("DISCORD_GATEWAY_URL", "wss://gw.internal/?auth=g4te", "g4te"),
+    ],
+)
+def test_credentials_in_any_url_are_masked_in_the_public_view(
+    monkeypatch: pytest.MonkeyPatch, name: str, url: str, secret: str
+) -> None:
+    monkeypatch.setenv(name, url)
+    view = load_settings(_env_file=None).public_view()
+    assert secret not in str(view)
+    assert view[name].split("://")[0] == url.split("://")[0]  # type: ignore[union-attr]
+    assert "***" in str(view[name])

@@ -255,6 +255,34 @@ async def test_foreign_buttons_are_left_to_discord_py(
     assert inbox[1].provider_message_id == marker["id"]
 
 
+async def test_an_event_discord_py_cannot_parse_is_skipped_not_fatal(
+    fake: FakeDiscord, adapter: DiscordAdapter, inbox: list[InboundMessage]
+) -> None:
+    await fake.user_message("hi", dm=True)
+    await wait_until(lambda: inbox)
+    ref = await adapter.send(inbox[0].target, [chunk("x")])
+    pressed = await fake.press(fake.messages[ref.message_ids[0]], "someone-elses-button")
+    broken = {k: v for k, v in pressed.items() if k != "attachment_size_limit"}
+    broken["id"] = broken["token"] = "999"
+    await fake.dispatch("INTERACTION_CREATE", broken)
+    marker = await fake.user_message("still listening?", dm=True)
+    await wait_until(lambda: len(inbox) == 2)
+    assert inbox[1].provider_message_id == marker["id"]
+    assert adapter.healthy and fake.identifies == 1
+
+
+async def test_a_dead_gateway_is_restarted_and_reported_unhealthy_meanwhile(
+    fake: FakeDiscord, adapter: DiscordAdapter, inbox: list[InboundMessage]
+) -> None:
+    assert adapter.healthy
+    await fake.drop(4012)
+    await wait_until(lambda: not adapter.healthy)
+    await wait_until(lambda: adapter.healthy and fake.identifies == 2, timeout=15)
+    sent = await fake.user_message("after the restart", dm=True)
+    await wait_until(lambda: inbox)
+    assert inbox[0].provider_message_id == sent["id"]
+
+
 async def test_queued_acknowledgement_reacts_on_the_message_where_it_lives(
     fake: FakeDiscord, adapter: DiscordAdapter, inbox: list[InboundMessage]
 ) -> None:
