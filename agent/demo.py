@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from agent.reply import content_text, is_injected
 from agent.tools import CLARIFICATION_TOOL, TIME_TOOL
 
-__all__ = ["GREETING", "DemoChatModel"]
+__all__ = ["GREETING", "MAX_DEMO_CHARS", "MAX_DEMO_DELAY_S", "DemoChatModel"]
 
 GREETING = (
     "Hello! I'm Switchboard's demo agent. Ask me the time, say \"choose\" to get a question "
@@ -35,6 +35,11 @@ CHOICE_ARGS: dict[str, Any] = {
     "clarification_type": "approach_choice",
     "context": "I need one detail.",
 }
+
+# Caps on what a chat message can make the demo do: `long 20000000` would otherwise block the
+# CPU for seconds, take hundreds of MiB and send thousands of messages.
+MAX_DEMO_CHARS = 20_000
+MAX_DEMO_DELAY_S = 60.0
 
 _GREETING_RE = re.compile(r"(hi|hello|hey)[\s!.?,]*")
 _LONG_RE = re.compile(r"long\s+(\d+)")
@@ -101,7 +106,8 @@ class DemoChatModel(BaseChatModel):
     - `long N` -> plain prose of exactly N characters, paragraphs (blank line) about every 500
       characters, no markdown special characters
     - `code N` -> a sentence, a ```python fenced block of about N characters, a sentence
-    - `slow S` -> waits S seconds (float), then "Done after S s."
+      (N above MAX_DEMO_CHARS, for either: a one-line refusal instead)
+    - `slow S` -> waits S seconds (float), then "Done after S s." (S at most MAX_DEMO_DELAY_S)
     - `recall` -> "You first said: <first human message text of the thread>"
     - contains `time` -> calls `current_time`, then answers "It is <tool result>."
     - starts with `choose` -> calls `ask_clarification(question="Which one do you mean?",
@@ -182,10 +188,12 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
     if low.startswith("echo "):
         return _Step(text=text[5:])
     if match := _LONG_RE.fullmatch(low):
-        return _Step(text=_prose(int(match.group(1))))
+        return _capped(match, _prose)
     if match := _CODE_RE.fullmatch(low):
-        return _Step(text=_code(int(match.group(1))))
+        return _capped(match, _code)
     if match := _SLOW_RE.fullmatch(low):
+        if float(match.group(1)) > MAX_DEMO_DELAY_S:
+            return _Step(text=f"The demo waits at most {MAX_DEMO_DELAY_S:g} s.")
         return _Step(text=f"Done after {match.group(1)} s.", delay_s=float(match.group(1)))
     if low == "recall":
         return _Step(text=f"You first said: {_first_human_text(messages)}")
@@ -206,6 +214,13 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
     if low == "boom":
         raise RuntimeError("the demo model was asked to fail")
     return _Step(text=f"You said: {text}")
+
+
+def _capped(match: re.Match[str], make: Callable[[int], str]) -> _Step:
+    length = int(match.group(1))
+    if length > MAX_DEMO_CHARS:
+        return _Step(text=f"The demo writes at most {MAX_DEMO_CHARS} characters.")
+    return _Step(text=make(length))
 
 
 def _last_human_index(messages: Sequence[BaseMessage]) -> int | None:

@@ -7,7 +7,7 @@ import re
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from agent.demo import GREETING, DemoChatModel
+from agent.demo import GREETING, MAX_DEMO_CHARS, DemoChatModel
 
 _MARKDOWN = re.compile(r"[*_`#\[\]<>|~]")
 
@@ -152,3 +152,13 @@ def test_bind_tools_keeps_the_model_usable() -> None:
     model = DemoChatModel()
     bound = model.bind_tools([])
     assert bound.invoke([HumanMessage("hi")]).content == GREETING
+
+
+@pytest.mark.parametrize("request_text", ["long 20000000", "code 20000000", "slow 100000"])
+def test_huge_sizes_and_delays_are_refused_in_one_line(request_text: str) -> None:
+    text = str(_ask(HumanMessage(request_text)).content)
+    assert text.startswith("The demo") and "at most" in text and len(text) < 100
+
+
+def test_the_largest_allowed_size_is_served() -> None:
+    assert len(str(_ask(HumanMessage(f"long {MAX_DEMO_CHARS}")).content)) == MAX_DEMO_CHARS
