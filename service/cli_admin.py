@@ -1,7 +1,8 @@
 """Operator commands: `switchboard accounts create|list|revoke`, `switchboard links list|confirm|delete`.
 
 Each command opens Redis the way the service does (`REDIS_URL`, or the embedded store in
-`SWITCHBOARD_DATA_DIR`), does one thing and exits. Bad settings or an unreachable store print one
+`SWITCHBOARD_DATA_DIR`: the one a running `serve`/`console` publishes there, else its own), does
+one thing and exits. Bad settings or an unreachable store print one
 line and exit 2; a refused request (unknown account, expired token, ...) prints one line and
 exits 1. An API key is printed once, alone on stdout, so scripts can capture it.
 """
@@ -16,10 +17,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from service.cli_usage import add_usage_commands
-from service.settings import load_settings
+from service.settings import Settings, load_settings
 from storage import (
     AccountError,
     Accounts,
+    EmbeddedValkey,
     Keys,
     Link,
     LinkError,
@@ -29,7 +31,7 @@ from storage import (
 )
 from switchboard.errors import ConfigError, StorageError, SwitchboardError
 
-__all__ = ["add_admin_commands"]
+__all__ = ["add_admin_commands", "store_url"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +86,15 @@ def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def store_url(settings: Settings) -> str | None:
+    """`REDIS_URL`, else the embedded store a running `serve`/`console` publishes in the data
+    dir; None means no one runs it, and the command starts the embedded server itself."""
+    return settings.redis_url or EmbeddedValkey.running_url(settings.data_dir)
+
+
 async def _with_stores(handler: _Handler, args: argparse.Namespace) -> int:
     settings = load_settings()
-    async with open_redis(settings.redis_url, settings.data_dir) as client:
+    async with open_redis(store_url(settings), settings.data_dir) as client:
         keys = Keys(settings.redis_prefix)
         return await handler(args, _Stores(Accounts(client, keys=keys), Links(client, keys=keys)))
 

@@ -37,6 +37,7 @@ __all__ = [
 DEFAULT_MAX_CONNECTIONS = 128
 
 _LOCK_FILE = "switchboard.lock"
+_URL_FILE = "switchboard.url"  # the running server's URL, for CLI commands run beside it
 
 
 class EmbeddedValkey:
@@ -47,6 +48,24 @@ class EmbeddedValkey:
         self._port = port
         self._server: object | None = None
         self._lock_fh: IO[str] | None = None
+
+    @staticmethod
+    def running_url(data_dir: Path) -> str | None:
+        """The URL of the server another process runs on `data_dir`, or None when none does.
+
+        Lets `switchboard accounts …` work while `serve` or `console` owns the store: the owner
+        holds the dir lock and publishes its URL; a free lock means a stale URL file."""
+        data_dir = data_dir.resolve()
+        url_file = data_dir / _URL_FILE
+        if not (data_dir / _LOCK_FILE).exists() or not url_file.exists():
+            return None
+        with open(data_dir / _LOCK_FILE, "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return url_file.read_text(encoding="utf-8").strip() or None
+            fcntl.flock(fh, fcntl.LOCK_UN)
+        return None
 
     @property
     def url(self) -> str:
@@ -65,8 +84,9 @@ class EmbeddedValkey:
             owner = fh.read().strip() or "another process"
             fh.close()
             raise StorageError(
-                f"data dir {self.data_dir} is in use by pid {owner}; "
-                "set REDIS_URL to share one Redis between processes"
+                f"data dir {self.data_dir} is in use by pid {owner} (a running `switchboard "
+                "serve` or `console`; admin commands reach its store, but a second service "
+                "needs REDIS_URL to share one Redis)"
             ) from None
         fh.seek(0)
         fh.truncate()
@@ -93,9 +113,12 @@ class EmbeddedValkey:
             self._release_dir()
             raise StorageError(f"embedded Valkey failed to start: {exc}") from None
         self._server = server
+        (self.data_dir / _URL_FILE).write_text(self.url + "\n", encoding="utf-8")
 
     def _stop_blocking(self) -> None:
         server, self._server = self._server, None
+        with contextlib.suppress(OSError):
+            (self.data_dir / _URL_FILE).unlink(missing_ok=True)
         if server is not None:
             with contextlib.suppress(Exception):
                 server.stop(timeout=10.0)  # type: ignore[attr-defined]
