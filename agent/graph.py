@@ -53,6 +53,7 @@ from agent.result import Question, TurnContext, TurnResult
 from agent.tools import builtin_tools
 from agent.tracing import TracingConfig, run_metadata
 from agent.usage import ModelPrice, UsageMeter
+from storage.checkpoint import FENCE_KEY
 from storage.warnings import PendingWarnings
 from switchboard.errors import AgentError, SwitchboardError
 
@@ -183,8 +184,11 @@ class AgentRuntime:
         metadata = run_metadata(
             thread_id=thread_id, run_id=run_id, context=context, tracing=self._tracing
         )
+        configurable: dict[str, Any] = {"thread_id": thread_id}
+        if context.fence:
+            configurable[FENCE_KEY] = context.fence
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
+            "configurable": configurable,
             "run_id": uuid.UUID(run_id),
             "metadata": metadata,
             "recursion_limit": self._recursion_limit,

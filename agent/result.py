@@ -16,6 +16,7 @@ class TurnContext:
     platform: str = ""
     conversation_key: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    fence: str = ""  # the thread-lock token; checkpoints are written only while it holds
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,19 @@ and send what the manager rendered.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
+import structlog
+
 from channels.message import InboundMessage, Platform, ReplyTarget
+from switchboard.errors import SwitchboardError
+
+_log = structlog.get_logger(__name__)
 
 __all__ = [
     "AckKind",
@@ -25,11 +31,14 @@ __all__ = [
     "QuestionPrompt",
     "ReportsHealth",
     "SentRef",
+    "deliver_until_taken",
 ]
 
 Deliver = Callable[[InboundMessage], Awaitable[None]]
-"""What an adapter calls for every inbound message; returns quickly (the manager runs the turn in
-the background), so a platform's ack deadline is never held up."""
+"""What an adapter calls for every inbound message, before it acknowledges the platform: returns
+once the message is durable (the inbox), quickly, so no ack deadline is held up; raises when it
+is not, and then the adapter must not acknowledge (webhook 5xx, no Socket Mode ack, no polling
+offset), so the platform redelivers."""
 
 
 class Markup(StrEnum):
@@ -127,3 +136,23 @@ class ReportsHealth(Protocol):
     @property
     def healthy(self) -> bool:
         """Connected and able to receive right now."""
+
+
+async def deliver_until_taken(
+    deliver: Deliver, msg: InboundMessage, *, stopping: Callable[[], bool]
+) -> bool:
+    """For sources that cannot be told "try later" (the Telegram polling loop, the Discord
+    gateway): retry `deliver` with backoff until it succeeds or the adapter stops. Polling waits
+    here, so its offset is not advanced past a message that was not taken. False if stopped."""
+    delay = 0.1
+    while True:
+        try:
+            await deliver(msg)
+            return True
+        except SwitchboardError as exc:
+            if stopping():
+                _log.error("message.not_taken", category=exc.category, platform=str(msg.platform))
+                return False
+            _log.warning("message.deliver_retry", category=exc.category, delay_s=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 5.0)

@@ -35,18 +35,20 @@ from channels import (
 from channels.usage import Budget, UsageDesk
 from service.settings import Settings
 from storage import (
+    LOCK_TTL_S,
     Accounts,
     Dedupe,
+    Inbox,
     Keys,
     Links,
+    Orphans,
     PendingQuestions,
-    PendingQueue,
     PendingWarnings,
     RateLimiter,
     RedisCheckpointSaver,
     ThreadLocks,
     ThreadMap,
-    TurnGate,
+    ThreadQueue,
     UsageLedger,
     open_redis,
 )
@@ -89,13 +91,14 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
     stores = ManagerStores(
+        inbox=Inbox(client, keys=keys),
         dedupe=Dedupe(client, keys=keys),
         threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
         locks=ThreadLocks(client, keys=keys),
-        pending=PendingQueue(client, keys=keys),
+        queue=ThreadQueue(client, keys=keys),
+        orphans=Orphans(client, keys=keys, grace_s=LOCK_TTL_S + 5),
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
-        turns=TurnGate(client, keys=keys),
     )
     checkpointer = RedisCheckpointSaver(
         client,
@@ -117,7 +120,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         system_prompt=settings.system_prompt,
         recursion_limit=settings.recursion_limit,
         tracing=tracing,
-        clear_stale_warnings=False,  # TurnGate.begin drops them with the thread lock
+        clear_stale_warnings=False,  # ThreadQueue drops them with the thread lock
         price=_price(settings),
     )
     usage = build_usage_desk(settings, client, keys)
@@ -131,10 +134,15 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         stores=stores,
         access=access,
         config=ManagerConfig(
-            busy=settings.busy, model_name=settings.model, max_input_chars=settings.max_input_chars
+            busy=settings.busy,
+            model_name=settings.model,
+            max_input_chars=settings.max_input_chars,
+            max_concurrent_turns=settings.max_concurrent_turns,
         ),
+        usage=usage,
     )
     core = Core(settings, client, keys, runtime, manager, accounts, links, usage=usage)
+    await manager.start()
     try:
         yield core
     finally:
@@ -219,7 +227,13 @@ def _webhooks(adapters: list[Adapter]) -> dict[str, WebhookHandler]:
 async def running_service(settings: Settings, *, http: bool = True) -> AsyncIterator[Core]:
     """Redis, core, adapters and the HTTP server, all started; stopped in reverse on exit."""
     async with contextlib.AsyncExitStack() as stack:
-        client = await stack.enter_async_context(open_redis(settings.redis_url, settings.data_dir))
+        client = await stack.enter_async_context(
+            open_redis(
+                settings.redis_url,
+                settings.data_dir,
+                max_connections=settings.redis_max_connections,
+            )
+        )
         core = await stack.enter_async_context(build_core(settings, client))
         core.adapters = build_adapters(settings, core.manager)
         if http and not core.adapters:

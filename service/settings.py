@@ -66,6 +66,12 @@ class Settings(BaseSettings):
     admin_key: SecretStr | None = Field(None, validation_alias=_env("SWITCHBOARD_ADMIN_KEY"))
 
     busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
+    max_concurrent_turns: int = Field(
+        64, ge=1, le=10_000, validation_alias=_env("SWITCHBOARD_MAX_CONCURRENT_TURNS")
+    )
+    redis_max_connections: int = Field(
+        128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
+    )
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
     max_input_chars: int = Field(
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")

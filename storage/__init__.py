@@ -9,8 +9,9 @@ from storage.accounts import (
     InvalidAccountName,
 )
 from storage.checkpoint import RedisCheckpointSaver
-from storage.connection import EmbeddedValkey, connect, open_redis
-from storage.dedupe import DEDUPE_TTL_S, Dedupe
+from storage.connection import DEFAULT_MAX_CONNECTIONS, EmbeddedValkey, connect, open_redis
+from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
+from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
 from storage.links import (
     TOKEN_TTL_S,
@@ -32,11 +33,11 @@ from storage.links import (
 )
 from storage.locks import LOCK_TTL_S, Lock, ThreadLocks
 from storage.notices import NOTICE_TTL_S, NoticeLimiter
-from storage.pending import PENDING_CAP, PendingMessage, PendingQueue
+from storage.orphans import Orphans
 from storage.questions import PendingQuestion, PendingQuestions
 from storage.ratelimit import RateDecision, RateLimiter
 from storage.thread_map import THREAD_TTL_S, ThreadMap
-from storage.turns import TurnGate, TurnStart
+from storage.thread_queue import QUEUE_CAP, QueuedItem, Slot, SlotState, ThreadQueue
 from storage.usage import (
     TURN_MARK_TTL_S,
     UsageLedger,
@@ -50,9 +51,11 @@ from storage.warnings import PendingWarnings
 
 __all__ = [
     "DEDUPE_TTL_S",
+    "DEFAULT_MAX_CONNECTIONS",
+    "INBOX_MAX_LEN",
     "LOCK_TTL_S",
     "NOTICE_TTL_S",
-    "PENDING_CAP",
+    "QUEUE_CAP",
     "THREAD_TTL_S",
     "TOKEN_TTL_S",
     "TURN_MARK_TTL_S",
@@ -62,8 +65,12 @@ __all__ = [
     "AccountNotFound",
     "Accounts",
     "AlreadyLinked",
+    "Claim",
     "Dedupe",
     "EmbeddedValkey",
+    "Entry",
+    "Inbox",
+    "InboxFull",
     "InvalidAccountName",
     "Keys",
     "Link",
@@ -75,21 +82,22 @@ __all__ = [
     "Links",
     "Lock",
     "NoticeLimiter",
-    "PendingMessage",
+    "Orphans",
     "PendingQuestion",
     "PendingQuestions",
-    "PendingQueue",
     "PendingWarnings",
+    "QueuedItem",
     "RateDecision",
     "RateLimiter",
     "RedisCheckpointSaver",
+    "Slot",
+    "SlotState",
     "ThreadLocks",
     "ThreadMap",
+    "ThreadQueue",
     "TokenGone",
     "TokenNotFound",
     "TokenState",
-    "TurnGate",
-    "TurnStart",
     "UnlinkResult",
     "UnlinkStatus",
     "UsageLedger",

@@ -59,7 +59,16 @@ from redis.exceptions import NoScriptError, RedisError
 from storage.keys import Keys
 from switchboard.errors import StorageError
 
-__all__ = ["RedisCheckpointSaver"]
+__all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver"]
+
+FENCE_KEY = "fence"
+"""A `configurable` entry holding the writer's thread-lock token: checkpoints are written only
+while that token still holds the lock, so a worker that lost its lock cannot fork the history."""
+
+
+class FencedOut(StorageError):
+    """The thread lock is no longer the writer's: nothing was written."""
+
 
 _log = structlog.get_logger(__name__)
 
@@ -111,14 +120,17 @@ local function writes_of(m)
 end
 """
 
-# KEYS: the six thread keys. ARGV: ttl, m, checkpoint, metadata, parent, refs, run, then
-# (blob field, blob value) pairs. Redis does not roll back a script that fails midway, so the
-# order matters: blobs first, then the record, and the index (what makes it "latest") last.
+# KEYS: the six thread keys, then the thread lock. ARGV: ttl, m, checkpoint, metadata, parent,
+# refs, run, fence, then (blob field, blob value) pairs. A non-empty fence is the writer's lock
+# token: a writer that lost the thread lock writes nothing (returns 0). Redis does not roll back a
+# script that fails midway, so the order matters: blobs first, then the record, and the index
+# (what makes it "latest") last.
 _PUT = (
     _PRELUDE
     + r"""
 local m, run = ARGV[2], ARGV[7]
-for i = 8, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+if ARGV[8] ~= '' and redis.call('GET', KEYS[7]) ~= ARGV[8] then return 0 end
+for i = 9, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
 local old = redis.call('HGET', KEYS[2], m .. '\0u')
 if old and old ~= '' and old ~= run then redis.call('ZREM', KEYS[6], old .. '\0' .. m) end
 redis.call('HSET', KEYS[2], m, ARGV[3], m .. '\0m', ARGV[4], m .. '\0p', ARGV[5],
@@ -337,21 +349,24 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             _plain(conf.get("checkpoint_id") or "", "parent id"),
             refs,
             run,
+            _plain(conf.get(FENCE_KEY) or "", "fence"),
         ]
         for ch, ver in new_versions.items():
             field = f"{ns}\0{_plain(ch, 'channel')}\0{_plain(ver, 'version')}"
             args += [field, self._dump(values[ch]) if ch in values else _EMPTY]
-        keys = self._thread_keys(str(thread_id))
+        keys = [*self._thread_keys(str(thread_id)), self._keys.lock(str(thread_id))]
         with _redis_errors("put"):
             if run:
-                await self._put_with_locator(keys, args, run, str(thread_id))
+                written = await self._put_with_locator(keys, args, run, str(thread_id))
             else:
-                await self._put(keys=keys, args=args)
+                written = await self._put(keys=keys, args=args)
+        if not written:
+            raise FencedOut(f"thread {thread_id} is held by another worker; checkpoint not written")
         return _config(thread_id, ns, checkpoint_id)
 
     async def _put_with_locator(
         self, keys: list[str], args: list[Any], run: str, thread_id: str
-    ) -> None:
+    ) -> int:
         """Run locator and checkpoint in one round trip; the locator goes first (never missing)."""
         locator = self._keys.checkpoint_run(run)
         for attempt in range(2):
@@ -361,8 +376,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
                 pipe.expire(locator, self._ttl)
             pipe.evalsha(self._put.sha, len(keys), *keys, *args)
             try:
-                await pipe.execute()
-                return
+                return int((await pipe.execute())[-1])
             except NoScriptError:
                 if attempt:
                     raise

@@ -1,10 +1,16 @@
-"""Claim a provider event id once, so platform retries and dual deliveries get one reply.
+"""Claim a message's provider ids once, so platform retries and dual deliveries get one reply.
 
-Value: `"1"`. The 24 h TTL outlives every platform's redelivery window (Slack retries for ~1 h,
-Telegram keeps unconfirmed updates for 24 h).
+The claim belongs to the inbox entry that made it: value `<entry id>` while the entry is being
+handled, `<entry id>:done` once it was answered. The same entry may claim again (a resend after a
+lost reply, or another worker finishing a crashed worker's entry) and is told whether it already
+finished; any other entry carrying one of the ids is a redelivery. The 24 h TTL outlives every
+platform's redelivery window (Slack retries for ~1 h, Telegram keeps unconfirmed updates 24 h).
+All ids of one message share the chat's hash slot, so one script claims all or none.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -12,72 +18,66 @@ from redis.exceptions import RedisError
 from storage.keys import Keys
 from switchboard.errors import StorageError
 
-__all__ = ["DEDUPE_TTL_S", "Dedupe"]
+__all__ = ["DEDUPE_TTL_S", "Claim", "Dedupe"]
 
 DEDUPE_TTL_S = 24 * 3600  # Telegram keeps undelivered updates for 24 h; the longest retry window.
 
-
-_CLAIM_SCOPED = """
+_CLAIM = """
+local done = ARGV[1] .. ':done'
+local finished = false
 for _, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then return 0 end
+  local v = redis.call('GET', key)
+  if v == done then finished = true
+  elseif v and v ~= ARGV[1] then return 'dup' end
 end
+if finished then return 'done' end
+for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'EX', ARGV[2]) end
+return 'new'
+"""
+_FINISH = """
 for _, key in ipairs(KEYS) do
-  redis.call('SET', key, '1', 'EX', ARGV[1])
+  local v = redis.call('GET', key)
+  if v == ARGV[1] or not v then redis.call('SET', key, ARGV[1] .. ':done', 'EX', ARGV[2]) end
 end
 return 1
 """
 
 
+class Claim(StrEnum):
+    NEW = "new"  # ours to handle
+    DUPLICATE = "dup"  # another delivery of a message already taken
+    DONE = "done"  # this very entry was handled before (reclaimed after a crash)
+
+
 class Dedupe:
     def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = DEDUPE_TTL_S) -> None:
-        self._r = client
         self._keys = keys
         self._ttl = ttl_s
-        self._claim_scoped = client.register_script(_CLAIM_SCOPED)
+        self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
 
-    async def claim(self, platform: str, provider_id: str) -> bool:
-        """True for the first claim of this id; False for every later one within the TTL."""
+    def _slots(self, platform: str, provider_ids: list[str], scope: str) -> list[str]:
+        return [self._keys.dedupe(platform, pid, scope) for pid in sorted(set(provider_ids))]
+
+    async def claim(
+        self, platform: str, provider_ids: list[str], *, scope: str, owner: str
+    ) -> Claim:
+        """Claim every id of one message for the inbox entry `owner`, all or none."""
         try:
-            return bool(
-                await self._r.set(
-                    self._keys.dedupe(platform, provider_id), b"1", nx=True, ex=self._ttl
-                )
+            raw = await self._claim(
+                keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
         except RedisError as exc:
             raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
+        return Claim(raw.decode() if isinstance(raw, bytes) else raw)
 
-    async def claim_all(self, platform: str, provider_ids: list[str], *, scope: str = "") -> bool:
-        """Claim several ids for one event (e.g. update id and chat+message id).
-
-        The event is new only if every id is new. With a `scope` (the chat the message is in) the
-        ids share a hash slot and one script claims all or none: one round trip, and concurrent
-        deliveries sharing any id agree on exactly one winner. Without a scope, ids are claimed
-        one at a time in sorted order, stopping at the first one already taken, which gives the
-        same guarantee across slots. A repeated id counts once.
-        """
-        if scope:
-            unique = sorted(set(provider_ids))
-            try:
-                won = await self._claim_scoped(
-                    keys=[self._keys.dedupe(platform, pid, scope) for pid in unique],
-                    args=[self._ttl],
-                )
-            except RedisError as exc:
-                raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
-            return bool(won)
+    async def finish(
+        self, platform: str, provider_ids: list[str], *, scope: str, owner: str
+    ) -> None:
+        """Mark the message answered, so a reclaimed copy of its entry is not answered again."""
         try:
-            for pid in sorted(set(provider_ids)):
-                if not await self._r.set(
-                    self._keys.dedupe(platform, pid), b"1", nx=True, ex=self._ttl
-                ):
-                    return False
+            await self._finish(
+                keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
+            )
         except RedisError as exc:
-            raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
-        return True
-
-    async def release(self, platform: str, provider_id: str) -> None:
-        """Give an id back when handling failed before anything was sent, so a retry is served."""
-        try:
-            await self._r.delete(self._keys.dedupe(platform, provider_id))
-        except RedisError as exc:
-            raise StorageError(f"dedupe release failed: {exc.__class__.__name__}") from None
+            raise StorageError(f"dedupe finish failed: {exc.__class__.__name__}") from None

@@ -5,17 +5,22 @@ slot and a Lua script may touch several of them at once.
 
 | key                                          | type   | TTL                        | owner            |
 |----------------------------------------------|--------|----------------------------|------------------|
+| `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
+| `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
 | `sb:dedupe:<platform>:<provider_id>`         | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
-| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, turns.py |
+| `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, thread_queue.py |
 | `sb:{<thread_id>}:stop`                      | string | 10 min (STOP_TTL_S)        | locks.py         |
-| `sb:{<thread_id>}:pending`                   | list   | 1 h, refreshed on push     | pending.py       |
+| `sb:{<thread_id>}:q`                         | zset   | 1 day, refreshed on write  | thread_queue.py  |
+| `sb:{<thread_id>}:qmsg`                      | hash   | 1 day, refreshed on write  | thread_queue.py  |
+| `sb:{<thread_id>}:done`                      | zset   | 1 day, trimmed on write    | thread_queue.py  |
 | `sb:{<thread_id>}:warn:<run_id>`             | list   | 1 h backstop               | warnings.py      |
 | `sb:{<thread_id>}:warnruns`                  | set    | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
+| `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
 | `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
 | `sb:{<thread_id>}:cp:idx`                    | zset   | optional whole-thread TTL  | checkpoint.py    |
@@ -62,6 +67,16 @@ class Keys:
             return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
         return f"{self.prefix}dedupe:{platform}:{provider_id}"
 
+    def inbox(self) -> str:
+        return f"{self.prefix}inbox"
+
+    def orphans(self) -> str:
+        """Threads whose queue waits on a holder; the sweeper checks them once they are due."""
+        return f"{self.prefix}orphans"
+
+    def question_thread(self, question_id: str) -> str:
+        return f"{self.prefix}qid:{question_id}"
+
     def conversation(self, conversation_key: str) -> str:
         return f"{self.prefix}conv:{conversation_key}"
 
@@ -77,9 +92,6 @@ class Keys:
 
     def stop(self, thread_id: str) -> str:
         return self.thread(thread_id, "stop")
-
-    def pending(self, thread_id: str) -> str:
-        return self.thread(thread_id, "pending")
 
     def warnings(self, thread_id: str, run_id: str) -> str:
         return self.thread(thread_id, f"warn:{run_id}")

@@ -1,6 +1,7 @@
 """Per-thread lock: one turn per agent thread across every worker process.
 
-Value: a random token. A holder extends the TTL while it works; if it dies the lock frees itself
+Taken by `ThreadQueue.submit`/`resume` together with the queue. Value: a random token, the
+holder's fencing token (the checkpoint write checks it). A holder extends the TTL while it works; if it dies the lock frees itself
 after `LOCK_TTL_S`. Release and extend are token-checked in Lua so a holder that lost the lock can
 never free someone else's.
 The stop flag (`/stop` from any process) is a string `"1"` the holder polls while extending.
@@ -8,7 +9,6 @@ The stop flag (`/stop` from any process) is a string `"1"` the holder polls whil
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 
 import redis.asyncio as redis
@@ -17,20 +17,13 @@ from redis.exceptions import RedisError
 from storage.keys import Keys
 from switchboard.errors import StorageError
 
-__all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks"]
+__all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks", "lock_ms"]
 
 LOCK_TTL_S = (
     30.0  # Short so a crashed worker's thread is free again quickly; held ones are extended.
 )
 STOP_TTL_S = 600  # A stop request outlives any turn it may target, then vanishes.
 
-_ACQUIRE = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('DEL', KEYS[2])
-  return 1
-end
-return 0
-"""
 _STOP = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
@@ -42,6 +35,13 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+# A holder that lost the lock must not take the stop flag: it belongs to the new holder's turn.
+_KEEP = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local stop = redis.call('GETDEL', KEYS[2]) and 1 or 0
+return {1, stop}
+"""
 _EXTEND = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -51,7 +51,7 @@ return 0
 """
 
 
-def _ms(ttl_s: float) -> int:
+def lock_ms(ttl_s: float) -> int:
     """Lock TTL in ms for PX/PEXPIRE, which reject 0: a sub-ms TTL still means "expire soon"."""
     return max(1, round(ttl_s * 1000))
 
@@ -68,22 +68,22 @@ class ThreadLocks:
         self._r = client
         self._keys = keys
         self.ttl_s = ttl_s
-        self._acquire = client.register_script(_ACQUIRE)
         self._stop = client.register_script(_STOP)
         self._release = client.register_script(_RELEASE)
         self._extend = client.register_script(_EXTEND)
+        self._keep = client.register_script(_KEEP)
 
-    async def acquire(self, thread_id: str) -> Lock | None:
-        """The lock, or None if another holder has it. A stale stop request is cleared with it."""
-        token = secrets.token_hex(16)
+    async def keep(self, lock: Lock) -> tuple[bool, bool]:
+        """One beat of a running turn: extend the lock and take a pending `/stop`, in one script.
+        Returns (still held, stop requested)."""
         try:
-            ok = await self._acquire(
-                keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)],
-                args=[token, _ms(self.ttl_s)],
+            held, stop = await self._keep(
+                keys=[self._keys.lock(lock.thread_id), self._keys.stop(lock.thread_id)],
+                args=[lock.token, lock_ms(lock.ttl_s)],
             )
         except RedisError as exc:
-            raise StorageError(f"lock acquire failed: {exc.__class__.__name__}") from None
-        return Lock(thread_id, token, self.ttl_s) if ok else None
+            raise StorageError(f"lock keep failed: {exc.__class__.__name__}") from None
+        return bool(held), bool(stop)
 
     async def extend(self, lock: Lock) -> bool:
         """Push the expiry out; False means the lock was lost (expired and maybe taken)."""
@@ -91,7 +91,7 @@ class ThreadLocks:
             return bool(
                 await self._extend(
                     keys=[self._keys.lock(lock.thread_id)],
-                    args=[lock.token, _ms(lock.ttl_s)],
+                    args=[lock.token, lock_ms(lock.ttl_s)],
                 )
             )
         except RedisError as exc:

@@ -1,9 +1,11 @@
-"""The clarification question a thread is waiting on, answered (consumed) exactly once.
+"""The clarification question a thread is waiting on, and which thread a question id belongs to.
 
 `sb:{thread}:question` holds JSON `{"question_id", "asker_id", "text", "options", "expires_at",
 "message_id"}` with a TTL equal to the question's remaining life (ms precision; a question whose
-`expires_at` has passed is never returned). Consume is GET + id check + DEL in one script, so a
-button press and a typed answer racing each other resume the run once.
+`expires_at` has passed is never returned). `sb:qid:<question_id>` holds the thread id for the
+same time, so a button press finds its thread from the id it carries, whatever message it is on.
+The question is removed by the turn that answered it (`ThreadQueue.finish`), under the thread
+lock, so a press and a typed answer racing each other resume the run once.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -23,18 +25,6 @@ __all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions", "parse_quest
 
 QUESTION_TTL_S = 7 * 24 * 3600  # People answer later; after a week the question is dropped.
 
-# A corrupt document must not make every consume fail until it expires: it matches no id, and
-# an id-less consume removes it (the caller then sees None).
-_CONSUME = """
-local raw = redis.call('GET', KEYS[1])
-if not raw then return false end
-if ARGV[1] ~= '' then
-  local ok, doc = pcall(cjson.decode, raw)
-  if not ok or type(doc) ~= 'table' or doc['question_id'] ~= ARGV[1] then return false end
-end
-redis.call('DEL', KEYS[1])
-return raw
-"""
 _SET_MESSAGE = """
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
@@ -82,16 +72,20 @@ class PendingQuestions:
     def __init__(self, client: redis.Redis, *, keys: Keys) -> None:
         self._r = client
         self._keys = keys
-        self._consume = client.register_script(_CONSUME)
         self._set_message = client.register_script(_SET_MESSAGE)
 
     async def put(self, thread_id: str, question: PendingQuestion) -> None:
-        """Store the thread's open question, replacing any older one (an expired one is not kept)."""
+        """Store the thread's open question, replacing any older one (an expired one is not kept).
+        The id index is written first (one pipelined round trip), so a press never finds a
+        question without its thread."""
         key = self._keys.question(thread_id)
         ttl_ms = int((question.expires_at - time.time()) * 1000)
         try:
             if ttl_ms > 0:
-                await self._r.set(key, question.to_json(), px=ttl_ms)
+                pipe = self._r.pipeline(transaction=False)
+                pipe.set(self._keys.question_thread(question.question_id), thread_id, px=ttl_ms)
+                pipe.set(key, question.to_json(), px=ttl_ms)
+                await pipe.execute()
             else:
                 await self._r.delete(key)
         except RedisError as exc:
@@ -104,13 +98,13 @@ class PendingQuestions:
             raise StorageError(f"question read failed: {exc.__class__.__name__}") from None
         return parse_question(raw)
 
-    async def consume(self, thread_id: str, question_id: str = "") -> PendingQuestion | None:
-        """Take the open question (only if its id matches, when given); None if already taken."""
+    async def thread_of(self, question_id: str) -> str | None:
+        """The thread a question id was asked in, while the question lives."""
         try:
-            raw = await self._consume(keys=[self._keys.question(thread_id)], args=[question_id])
+            raw = await self._r.get(self._keys.question_thread(question_id))
         except RedisError as exc:
-            raise StorageError(f"question consume failed: {exc.__class__.__name__}") from None
-        return parse_question(raw)
+            raise StorageError(f"question lookup failed: {exc.__class__.__name__}") from None
+        return raw.decode() if isinstance(raw, bytes) else raw
 
     async def set_message(self, thread_id: str, question: PendingQuestion, message_id: str) -> None:
         """Remember which platform message shows the question, to edit it once answered."""
@@ -120,10 +114,6 @@ class PendingQuestions:
             )
         except RedisError as exc:
             raise StorageError(f"question update failed: {exc.__class__.__name__}") from None
-
-    async def restore(self, thread_id: str, question: PendingQuestion) -> None:
-        """Put a consumed question back (its resume failed before reaching the agent)."""
-        await self.put(thread_id, replace(question))
 
 
 def parse_question(raw: bytes | str | None) -> PendingQuestion | None:

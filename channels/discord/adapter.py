@@ -35,6 +35,7 @@ from channels.adapter import (
     Markup,
     QuestionPrompt,
     SentRef,
+    deliver_until_taken,
 )
 from channels.discord.client import (
     DEFAULT_API_BASE,
@@ -282,7 +283,8 @@ class DiscordAdapter:
                 chat_id = await self._thread_for(payload, me)
         msg = to_inbound(payload, me, chat_id=chat_id)
         _log.info("message.received", dm=msg.is_dm, thread=chat_id)
-        await self._deliver(msg)
+        # The gateway cannot be asked to resend: keep trying until the inbox takes it.
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     async def _thread_for(self, payload: dict[str, Any], me: BotIdentity) -> str | None:
         """The thread for this mention, created once per message however often it arrives."""
@@ -330,7 +332,7 @@ class DiscordAdapter:
         except PlatformError as exc:
             _log.warning("discord.press_ack_failed", code=exc.code)
         _log.info("button.pressed", question_id=msg.button.question_id)
-        await self._deliver(msg)
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     # -- outbound -----------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ Both transports end in the same `AsyncApp.async_dispatch`: Socket Mode through b
 handler (a tracked task started by `start()`), the Events API through `handle_webhook`, which the
 service mounts at `POST /slack/events` (it checks the signature and the body's shape first, since
 bolt answers 500 to a body it cannot parse). Bolt verifies signatures, answers `url_verification`
-and, with `process_before_response=False`, acks before our listener runs; the listener only turns
-the payload into an `InboundMessage` (pure functions in `slack_events.py`) and hands it to
-`deliver`.
+and, with `process_before_response=True`, acks after our listener returns; the listener only turns
+the payload into an `InboundMessage` (pure functions in `slack/events.py`) and appends it to the
+inbox (`deliver`), so an event is acknowledged only once it is durable.
 Retried deliveries carry the same `event_id` and the same channel + ts, so the manager's dedupe
 answers each message once, including the `message` twin of an `app_mention`.
 
@@ -128,7 +128,10 @@ class SlackAdapter:
             # An empty string stops bolt from reading SLACK_SIGNING_SECRET behind our back.
             signing_secret=signing_secret or "",
             request_verification_enabled=bool(signing_secret),
-            process_before_response=False,
+            # Our listener only appends to the inbox, so it runs before the ack: an event that
+            # was not made durable is not acknowledged (HTTP 500, no Socket Mode ack) and
+            # Slack redelivers it.
+            process_before_response=True,
             ssl_check_enabled=bool(signing_secret),
             name="switchboard",
         )
@@ -220,13 +223,12 @@ class SlackAdapter:
         await self._deliver(msg)
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
-        await ack()
         msg = to_inbound(body, await self._identity())
-        if msg is None:
-            return
-        structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
-        _log.debug("slack.button_pressed")
-        await self._deliver(msg)
+        if msg is not None:
+            structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
+            _log.debug("slack.button_pressed")
+            await self._deliver(msg)  # not taken: no ack, and Slack tells the presser
+        await ack()
 
     async def _ack_only(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -61,6 +61,7 @@ from channels.adapter import (
     Markup,
     QuestionPrompt,
     SentRef,
+    deliver_until_taken,
 )
 from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.telegram.calls import BotCalls
@@ -72,7 +73,7 @@ from channels.telegram.inbound import (
     to_inbound,
     wants_text_notice,
 )
-from switchboard.errors import ConfigError, PlatformError
+from switchboard.errors import ConfigError, PlatformError, SwitchboardError
 
 __all__ = ["LIMITS", "BotIdentity", "TelegramAdapter", "is_for_bot", "to_inbound"]
 
@@ -197,10 +198,13 @@ class TelegramAdapter:
         _log.info("telegram.stopped")
 
     async def _poll(self) -> None:
+        # Sequential handling: aiogram confirms an update (the next getUpdates offset) only
+        # after its handler returned, i.e. after the message is durable in the inbox.
         await self._dispatcher.start_polling(
             self._bot,
             handle_signals=False,
             close_bot_session=False,
+            handle_as_tasks=False,
             polling_timeout=_POLL_TIMEOUT_S,
             allowed_updates=_ALLOWED_UPDATES,
         )
@@ -222,7 +226,11 @@ class TelegramAdapter:
         except (ValueError, ValidationError):  # json and pydantic errors both subclass ValueError
             _log.warning("telegram.webhook_rejected", reason="malformed")
             return Response(status_code=400)
-        await self._dispatcher.feed_update(self._bot, update)
+        try:
+            await self._dispatcher.feed_update(self._bot, update)
+        except SwitchboardError as exc:  # not durable: no 200, so Telegram sends it again
+            _log.warning("telegram.webhook_not_taken", category=exc.category)
+            return Response(status_code=503)
         return Response(status_code=200)
 
     # -- inbound --------------------------------------------------------------------------------
@@ -262,7 +270,10 @@ class TelegramAdapter:
             platform=str(self.platform), chat_id=inbound.chat_id, event_id=inbound.event_ids[0]
         ):
             _log.debug("message.received", button=inbound.button is not None)
-            await self._deliver(inbound)
+            if self._mode == "webhook":
+                await self._deliver(inbound)  # a failure answers the webhook with 503
+            else:
+                await deliver_until_taken(self._deliver, inbound, stopping=lambda: self._stopped)
 
     # -- outbound -------------------------------------------------------------------------------
 

@@ -62,7 +62,6 @@ async def _cli(*args: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-@pytest.mark.xfail(strict=False, reason="awaiting manager wiring")
 async def test_budget_refuses_the_fourth_turn_until_the_admin_resets_it(
     fakes: tuple[FakeTelegram, FakeOpenAI],
     redis_url: str,

@@ -1,0 +1,45 @@
+"""An `InboundMessage` as inbox and queue payload bytes (JSON), and back.
+
+The payload is the contract between ingress and workers, which may run different releases during
+a rolling deploy: unknown fields are ignored, missing ones take their defaults. `raw` travels only
+when it is a JSON object (Discord's event payload, which the adapter reads again for reactions);
+SDK objects (aiogram's `Message`) stay behind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields, replace
+from typing import Any
+
+from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+
+__all__ = ["CorruptPayload", "decode_message", "encode_message"]
+
+_FIELDS = {f.name for f in fields(InboundMessage)}
+
+
+class CorruptPayload(ValueError):
+    """Not a message this release can read."""
+
+
+def encode_message(msg: InboundMessage) -> bytes:
+    data = asdict(replace(msg, raw=None))  # asdict deep-copies: SDK objects must not reach it
+    data["raw"] = msg.raw if isinstance(msg.raw, dict) else None
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
+def decode_message(payload: bytes | str) -> InboundMessage:
+    try:
+        data: dict[str, Any] = json.loads(payload)
+        if not isinstance(data, dict):
+            raise TypeError("payload is not an object")
+        known = {k: v for k, v in data.items() if k in _FIELDS}
+        known["platform"] = Platform(known["platform"])
+        known["attachments"] = tuple(Attachment(**a) for a in known.get("attachments") or ())
+        known["event_ids"] = tuple(str(e) for e in known.get("event_ids") or ())
+        button = known.get("button")
+        known["button"] = ButtonPress(**button) if button else None
+        return InboundMessage(**known)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptPayload(f"unreadable message payload ({exc.__class__.__name__})") from None

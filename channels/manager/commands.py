@@ -1,0 +1,106 @@
+"""Chat commands: `/help`, `/link`, `/unlink` (before access checks), `/new`, `/stop`, `/status`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from channels.commands import HELP_TEXT, Command, CommandName
+from channels.manager.context import MessageContext
+from channels.manager.replies import Responder
+from channels.manager.routing import ThreadResolver
+from storage import ThreadLocks, ThreadMap, ThreadQueue
+
+if TYPE_CHECKING:
+    from channels.access import AccessGate
+
+__all__ = ["PRE_ACCESS", "CommandDesk", "StopLocal"]
+
+_log = structlog.get_logger(__name__)
+
+PRE_ACCESS = frozenset({CommandName.LINK, CommandName.UNLINK, CommandName.HELP})
+"""Commands a stranger may use: they are how a chat gets access in the first place."""
+
+StopLocal = Callable[[str], bool]
+"""Cancel a turn of this thread running in this process; True if one was running."""
+
+
+class CommandDesk:
+    def __init__(
+        self,
+        *,
+        threads: ThreadMap,
+        locks: ThreadLocks,
+        queue: ThreadQueue,
+        resolver: ThreadResolver,
+        responder: Responder,
+        access: AccessGate | None,
+        model_name: str,
+        stop_local: StopLocal,
+        extra: dict[str, Callable[[MessageContext], Awaitable[str]]] | None = None,
+    ) -> None:
+        self._threads = threads
+        self._locks = locks
+        self._queue = queue
+        self._resolver = resolver
+        self._say = responder
+        self._access = access
+        self._model = model_name
+        self._stop_local = stop_local
+        self._extra = extra or {}
+
+    async def pre_access(self, ctx: MessageContext, command: Command) -> None:
+        msg, adapter = ctx.msg, ctx.adapter
+        if command.name is CommandName.HELP:
+            await self._say.send_text(adapter, msg.target, HELP_TEXT)
+            return
+        if self._access is None:
+            await adapter.notify(msg, "Linking is not enabled on this Switchboard.", private=True)
+            return
+        if command.name is CommandName.LINK:
+            is_admin = msg.is_dm or await adapter.is_workspace_admin(msg)
+            text = await self._access.link(msg, is_admin=is_admin)
+        else:
+            text = await self._access.unlink(msg)
+        await adapter.notify(msg, text, private=True)
+
+    async def run(self, ctx: MessageContext, command: Command) -> None:
+        _log.info("command.received", command=str(command.name))
+        msg = ctx.msg
+        if command.name is CommandName.NEW:
+            thread_id = await self._threads.start_new(ctx.conversation)
+            text = "Started a new conversation. Earlier messages here are forgotten."
+            _log.info("thread.reset", thread_id=thread_id)
+        elif command.name is CommandName.STOP:
+            text = await self._stop(ctx)
+        elif command.name is CommandName.STATUS:
+            text = await self._status(ctx)
+        elif str(command.name) in self._extra:
+            text = await self._extra[str(command.name)](ctx)
+        else:
+            text = f"Unknown command {command.raw.split()[0]!r}.\n\n{HELP_TEXT}"
+        await self._say.send_text(ctx.adapter, msg.target, text)
+
+    async def _stop(self, ctx: MessageContext) -> str:
+        thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)
+        stopped = False
+        if thread_id is not None:
+            stopped = await self._locks.request_stop(thread_id)
+            stopped = self._stop_local(thread_id) or stopped
+        return "Stopping the current answer." if stopped else "Nothing is running here."
+
+    async def _status(self, ctx: MessageContext) -> str:
+        thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)
+        if thread_id is None:
+            return f"No conversation yet here.\nModel: {self._model}"
+        state = await self._queue.state(thread_id)
+        lines = [
+            f"Thread: {thread_id[:8]}",
+            f"Busy: {'yes' if state.busy else 'no'}",
+            f"Queued messages: {max(0, state.unanswered - (1 if state.busy else 0))}",
+            f"Waiting for an answer: {'yes' if state.question else 'no'}",
+            f"Model: {self._model}",
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""What the manager is built from: its settings, its stores and the agent it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agent.result import TurnContext, TurnResult
+from storage import (
+    Dedupe,
+    Inbox,
+    Orphans,
+    PendingQuestions,
+    RateLimiter,
+    ThreadLocks,
+    ThreadMap,
+    ThreadQueue,
+)
+
+__all__ = ["ManagerConfig", "ManagerStores", "TurnRunner"]
+
+
+class TurnRunner(Protocol):
+    """What the manager needs from the agent runtime."""
+
+    async def run_turn(self, thread_id: str, text: str, context: TurnContext) -> TurnResult: ...
+
+    async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerStores:
+    inbox: Inbox
+    dedupe: Dedupe
+    threads: ThreadMap
+    locks: ThreadLocks
+    queue: ThreadQueue
+    orphans: Orphans
+    questions: PendingQuestions
+    rate: RateLimiter
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerConfig:
+    busy: Literal["queue", "reject"] = "queue"
+    model_name: str = "demo"
+    turn_timeout_s: float = 600.0
+    max_input_chars: int = 32_000  # a pasted log or book would cost more than it could help
+    typing_delay_s: float = 0.3  # below this an answer arrives before a typing hint would
+    max_concurrent_turns: int = 64  # messages one worker handles at once; the rest wait
+    max_deliveries: int = 5  # an entry handed out this often is answered with an error instead
+    retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # storage errors, before reclaim
+    sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for

@@ -1,0 +1,65 @@
+"""The values that travel through the manager: one message's context, and one turn's session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from agent.result import TurnContext, TurnResult
+from channels.adapter import Adapter
+from channels.commands import Command
+from channels.message import InboundMessage, ReplyTarget, conversation_key
+from storage import Lock
+
+__all__ = ["MessageContext", "Outcome", "TurnSession", "turn_context"]
+
+
+class Outcome(StrEnum):
+    """What became of an inbox entry, which decides how the intake finishes it."""
+
+    ANSWERED = "answered"  # replied, notified or ignored on purpose: mark answered, finish entry
+    HANDED_OVER = "handed_over"  # the thread's queue owns it now (the entry is finished already)
+    DUPLICATE = "duplicate"  # another entry carries this message: finish this one
+    RETRY = "retry"  # a storage error: keep the entry, try again, then leave it to reclaim
+
+
+@dataclass(slots=True)
+class MessageContext:
+    """One inbox entry on its way through the gates; gates fill in what they learn."""
+
+    adapter: Adapter
+    msg: InboundMessage
+    entry_id: str
+    payload: bytes
+    deliveries: int = 1
+    command: Command | None = None
+    conversation: str = ""
+    thread_id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.conversation = conversation_key(self.msg)
+
+
+@dataclass(slots=True)
+class TurnSession:
+    """One holder's run of turns on a thread, from taking its lock to letting it go."""
+
+    adapter: Adapter
+    thread_id: str
+    lock: Lock
+    own_entry: str | None = None  # the inbox entry this worker still has to finish, if any
+    target: ReplyTarget | None = None
+    context: TurnContext = field(default_factory=lambda: TurnContext(user_id=""))
+    sent_ids: list[str] = field(default_factory=list)  # the last reply's messages, to remember
+    sent_chat: str = ""
+    charge: tuple[InboundMessage, TurnResult] | None = None  # the last turn's cost, and payer
+
+
+def turn_context(msg: InboundMessage, *, fence: str) -> TurnContext:
+    return TurnContext(
+        user_id=msg.sender_id,
+        user_name=msg.sender_name,
+        platform=str(msg.platform),
+        conversation_key=conversation_key(msg),
+        fence=fence,
+    )

@@ -1,0 +1,216 @@
+"""The gates a message passes before it reaches its thread, as a middleware chain.
+
+Each gate has the shape of aiogram's and slack-bolt's middleware, `async (ctx, call_next)`: it
+returns an `Outcome` itself (the message stops here) or hands on to `call_next`. Order:
+dedupe → link and help → access + rate → commands → budget → input limits → thread → (the turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from channels import metrics
+from channels.adapter import AckKind
+from channels.commands import parse_command
+from channels.manager.commands import PRE_ACCESS, CommandDesk
+from channels.manager.context import MessageContext, Outcome
+from channels.manager.questions import QuestionDesk
+from channels.manager.replies import Responder
+from channels.manager.routing import ThreadResolver, creates_conversation
+from channels.message import Platform
+from storage import Claim, Dedupe, RateDecision, RateLimiter
+
+if TYPE_CHECKING:
+    from channels.access import AccessGate
+    from channels.usage import UsageDesk
+
+__all__ = [
+    "AccessAndRate",
+    "BudgetGate",
+    "Commands",
+    "DedupeGate",
+    "Gate",
+    "InputLimits",
+    "LinkAndHelp",
+    "Next",
+    "Routing",
+    "build_chain",
+]
+
+_log = structlog.get_logger(__name__)
+
+Next = Callable[[MessageContext], Awaitable[Outcome]]
+UNSUPPORTED_TEXT = "I can only read text for now."
+RATE_TEXT = "You're sending messages too fast; I'll skip some. Try again in a minute."
+
+
+class Gate(Protocol):
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome: ...
+
+
+def build_chain(gates: Sequence[Gate], endpoint: Next) -> Next:
+    handler = endpoint
+    for gate in reversed(gates):
+        handler = functools.partial(gate, call_next=handler)
+    return handler
+
+
+class DedupeGate:
+    """Platform retries and twin events (Slack's message + app_mention) get one answer."""
+
+    def __init__(self, dedupe: Dedupe) -> None:
+        self._dedupe = dedupe
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        msg = ctx.msg
+        claim = await self._dedupe.claim(
+            str(msg.platform), list(msg.dedupe_ids), scope=msg.chat_id, owner=ctx.entry_id
+        )
+        if claim is Claim.DUPLICATE:
+            metrics.DEDUPE_HITS.labels(platform=str(msg.platform)).inc()
+            _log.info("message.deduped")
+            return Outcome.DUPLICATE
+        if claim is Claim.DONE:
+            _log.info("message.already_answered")
+            return Outcome.DUPLICATE
+        return await call_next(ctx)
+
+
+class LinkAndHelp:
+    """`/help`, `/link`, `/unlink` work before access checks: they are how access is gained."""
+
+    def __init__(self, commands: CommandDesk) -> None:
+        self._commands = commands
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        if ctx.msg.button is None:
+            ctx.command = parse_command(ctx.msg.text)
+        if ctx.command is not None and ctx.command.name in PRE_ACCESS:
+            await self._commands.pre_access(ctx, ctx.command)
+            return Outcome.ANSWERED
+        return await call_next(ctx)
+
+
+class AccessAndRate:
+    """Linked access and the per-sender flood limit, read in one round trip of wall time."""
+
+    def __init__(self, access: AccessGate | None, rate: RateLimiter) -> None:
+        self._access = access
+        self._rate = rate
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        msg = ctx.msg
+        limited = msg.platform is not Platform.CONSOLE and msg.button is None
+        allowed, decision = await asyncio.gather(
+            self._allowed(ctx),
+            self._rate.hit(str(msg.platform), msg.sender_id) if limited else _allow(),
+        )
+        if not allowed:
+            return Outcome.ANSWERED
+        if decision is not RateDecision.ALLOW:
+            _log.info("message.rate_limited", decision=str(decision))
+            if decision is RateDecision.NOTIFY:
+                await ctx.adapter.notify(msg, RATE_TEXT)
+            return Outcome.ANSWERED
+        return await call_next(ctx)
+
+    async def _allowed(self, ctx: MessageContext) -> bool:
+        if self._access is None:
+            return True
+        decision = await self._access.check(ctx.msg)
+        if decision.allowed:
+            return True
+        _log.info("message.denied", notice=decision.notice is not None)
+        if decision.notice:
+            await ctx.adapter.notify(ctx.msg, decision.notice)
+        return False
+
+
+class Commands:
+    def __init__(self, commands: CommandDesk) -> None:
+        self._commands = commands
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        if ctx.command is None:
+            return await call_next(ctx)
+        await self._commands.run(ctx, ctx.command)
+        return Outcome.ANSWERED
+
+
+class BudgetGate:
+    """A sender over their daily or weekly model budget gets the reset time, not a turn."""
+
+    def __init__(self, usage: UsageDesk | None) -> None:
+        self._usage = usage
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        if self._usage is not None and not await self._usage.admit(ctx.msg, ctx.adapter.notify):
+            return Outcome.ANSWERED
+        return await call_next(ctx)
+
+
+class InputLimits:
+    """Text only (for now), and no more than the agent should be handed in one message."""
+
+    def __init__(self, responder: Responder, max_chars: int) -> None:
+        self._say = responder
+        self._max = max_chars
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        msg = ctx.msg
+        if msg.button is None and not msg.text.strip():
+            await self._say.send_text(ctx.adapter, msg.target, UNSUPPORTED_TEXT)
+            return Outcome.ANSWERED
+        if len(msg.text) > self._max:
+            _log.info("message.too_long", chars=len(msg.text))
+            await self._say.send_text(
+                ctx.adapter,
+                msg.target,
+                f"That message is too long for me ({len(msg.text):,} characters; the limit is "
+                f"{self._max:,}). Please shorten it or send it in parts.",
+            )
+            return Outcome.ANSWERED
+        return await call_next(ctx)
+
+
+class Routing:
+    """The message's thread: from the question a press answers, else the conversation table.
+    A text message that will be answered gets its receipt (👀) here, beside the turn."""
+
+    def __init__(
+        self,
+        resolver: ThreadResolver,
+        questions: QuestionDesk,
+        responder: Responder,
+        background: Callable[[Coroutine[Any, Any, None]], None],
+    ) -> None:
+        self._resolver = resolver
+        self._questions = questions
+        self._say = responder
+        self._background = background
+
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
+        msg = ctx.msg
+        if msg.button is not None:
+            ctx.thread_id = await self._questions.check_press(ctx.adapter, msg)
+        else:
+            ctx.thread_id = await self._resolver.thread_for(
+                msg, ctx.conversation, create=creates_conversation(msg)
+            )
+        if ctx.thread_id is None:
+            if msg.button is None:
+                _log.info("message.ignored", reason="not_addressed")
+            return Outcome.ANSWERED
+        structlog.contextvars.bind_contextvars(thread_id=ctx.thread_id)
+        if msg.button is None:
+            self._background(self._say.acknowledge(ctx.adapter, msg, AckKind.RECEIVED))
+        return await call_next(ctx)
+
+
+async def _allow() -> RateDecision:
+    return RateDecision.ALLOW

@@ -1,0 +1,197 @@
+"""The channel manager: adapters append to the inbox, workers take each entry through the gates
+to its thread's turn, and the entry is finished once its message was answered or queued.
+
+`deliver` is what adapters call: it returns once the message is durable in Redis, and raises
+when it is not, so the adapter does not acknowledge the platform (which then redelivers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from channels import metrics
+from channels.adapter import Adapter
+from channels.manager.codec import CorruptPayload, decode_message, encode_message
+from channels.manager.commands import CommandDesk
+from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
+from channels.manager.context import MessageContext, Outcome
+from channels.manager.gates import (
+    AccessAndRate,
+    BudgetGate,
+    Commands,
+    DedupeGate,
+    InputLimits,
+    LinkAndHelp,
+    Routing,
+    build_chain,
+)
+from channels.manager.intake import Intake
+from channels.manager.questions import QuestionDesk
+from channels.manager.replies import Responder
+from channels.manager.routing import ThreadResolver
+from channels.manager.turns import TurnScheduler
+from channels.message import InboundMessage, Platform
+from storage import Entry
+from switchboard.errors import AgentError, StorageError
+
+if TYPE_CHECKING:
+    from channels.access import AccessGate
+    from channels.usage import UsageDesk
+
+__all__ = ["Manager"]
+
+_log = structlog.get_logger(__name__)
+
+ExtraCommand = Callable[[MessageContext], Awaitable[str]]
+
+
+class Manager:
+    def __init__(
+        self,
+        *,
+        runtime: TurnRunner,
+        stores: ManagerStores,
+        access: AccessGate | None = None,
+        config: ManagerConfig | None = None,
+        usage: UsageDesk | None = None,
+    ) -> None:
+        self._s = stores
+        self._config = config = config or ManagerConfig()
+        self._adapters: dict[Platform, Adapter] = {}
+        say = Responder(typing_delay_s=config.typing_delay_s)
+        self._say = say
+        resolver = ThreadResolver(stores.threads)
+        questions = QuestionDesk(stores.questions)
+        self._turns = TurnScheduler(
+            runtime=runtime,
+            stores=stores,
+            questions=questions,
+            responder=say,
+            config=config,
+            usage=usage,
+        )
+        extra: dict[str, ExtraCommand] = {}
+        if usage is not None:
+            extra["usage"] = lambda ctx: usage.usage_text(ctx.msg)
+        commands = CommandDesk(
+            threads=stores.threads,
+            locks=stores.locks,
+            queue=stores.queue,
+            resolver=resolver,
+            responder=say,
+            access=access,
+            model_name=config.model_name,
+            stop_local=self._turns.stop_local,
+            extra=extra,
+        )
+        self._intake = Intake(
+            stores.inbox, stores.orphans, handle=self._handle, sweep=self._sweep, config=config
+        )
+        self._chain = build_chain(
+            [
+                DedupeGate(stores.dedupe),
+                LinkAndHelp(commands),
+                AccessAndRate(access, stores.rate),
+                Commands(commands),
+                BudgetGate(usage),
+                InputLimits(say, config.max_input_chars),
+                Routing(resolver, questions, say, self._background),
+            ],
+            self._turns.submit,
+        )
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def register(self, adapter: Adapter) -> None:
+        self._adapters[adapter.platform] = adapter
+
+    async def deliver(self, msg: InboundMessage) -> None:
+        """Make the message durable in the inbox; raises StorageError if it could not be."""
+        entry_id = await self._s.inbox.append(encode_message(msg))
+        metrics.MESSAGES_IN.labels(platform=str(msg.platform)).inc()
+        _log.debug("message.accepted", entry=entry_id, platform=str(msg.platform))
+
+    async def start(self) -> None:
+        """Start working the inbox (the `worker` and `all` roles)."""
+        await self._intake.start()
+
+    async def idle(self, timeout: float = 30.0) -> None:
+        """Until every message in the inbox was handled (tests, graceful shutdown)."""
+        await self._intake.wait_idle(timeout)
+
+    async def aclose(self, timeout: float = 10.0) -> None:
+        await self._intake.stop(timeout)
+
+    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Side work (receipt reactions) that must not delay the turn; supervised."""
+        self._intake.track(asyncio.create_task(coro, name="side"))
+
+    # -- one entry --------------------------------------------------------------------------
+
+    async def _handle(self, entry: Entry) -> Outcome:
+        """One inbox entry through the gates; never raises."""
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(entry=entry.entry_id)
+        try:
+            msg = decode_message(entry.payload)
+        except CorruptPayload as exc:
+            _log.error("inbox.corrupt_entry", error=str(exc))
+            return await self._finalize(None, entry, Outcome.DUPLICATE)
+        structlog.contextvars.bind_contextvars(
+            platform=str(msg.platform), chat_id=msg.chat_id, event_id=msg.provider_message_id
+        )
+        adapter = self._adapters.get(msg.platform)
+        if adapter is None:
+            _log.error("message.no_adapter")
+            return await self._finalize(None, entry, Outcome.DUPLICATE)
+        ctx = MessageContext(adapter, msg, entry.entry_id, entry.payload, entry.deliveries)
+        if entry.deliveries > self._config.max_deliveries:
+            _log.error("inbox.gave_up", deliveries=entry.deliveries)
+            await self._say.report(adapter, msg.target, AgentError("message kept failing"))
+            return await self._finalize(ctx, entry, Outcome.ANSWERED)
+        try:
+            outcome = await self._chain(ctx)
+        except StorageError as exc:
+            _log.warning("message.storage_failed", error=str(exc), deliveries=entry.deliveries)
+            return Outcome.RETRY
+        except Exception as exc:
+            await self._say.report(adapter, msg.target, exc)
+            outcome = Outcome.ANSWERED
+        return await self._finalize(ctx, entry, outcome)
+
+    async def _finalize(
+        self, ctx: MessageContext | None, entry: Entry, outcome: Outcome
+    ) -> Outcome:
+        """Finish the entry; an answered message is marked so, so a reclaimed copy of the
+        entry is not answered again. Idempotent, so a storage blip is retried here."""
+        if outcome in (Outcome.HANDED_OVER, Outcome.RETRY):
+            return outcome
+        work: list[Callable[[], Awaitable[None]]] = [lambda: self._s.inbox.finish([entry.entry_id])]
+        if ctx is not None and outcome is Outcome.ANSWERED:
+            msg = ctx.msg
+            work.append(
+                lambda: self._s.dedupe.finish(
+                    str(msg.platform), list(msg.dedupe_ids), scope=msg.chat_id, owner=entry.entry_id
+                )
+            )
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(StorageError),
+                stop=stop_after_attempt(len(self._config.retry_delays_s) + 1),
+                wait=wait_exponential(multiplier=self._config.retry_delays_s[0], max=5),
+                reraise=True,
+            ):
+                with attempt:
+                    await asyncio.gather(*(step() for step in work))
+        except StorageError as exc:
+            _log.warning("inbox.finish_failed", error=str(exc))
+        return outcome
+
+    async def _sweep(self, thread_id: str, seen: float) -> None:
+        structlog.contextvars.clear_contextvars()
+        await self._turns.sweep(thread_id, seen, self._adapters)

@@ -1,0 +1,87 @@
+"""Clarification questions in chat: asking (with buttons), checking presses, showing the answer."""
+
+from __future__ import annotations
+
+import re
+
+import structlog
+
+from agent.result import Question
+from channels.adapter import Adapter, QuestionPrompt, SentRef
+from channels.message import InboundMessage, ReplyTarget
+from channels.render import render_chunks
+from storage import PendingQuestion, PendingQuestions
+from switchboard.errors import SwitchboardError
+
+__all__ = ["QuestionDesk", "answer_text"]
+
+_log = structlog.get_logger(__name__)
+_NUMBER = re.compile(r"^\s*(\d{1,2})[.)]?\s*$")
+
+
+def answer_text(text: str, question: PendingQuestion) -> str:
+    """A typed answer; a bare number picks that option."""
+    match = _NUMBER.match(text)
+    if match and question.options and 1 <= int(match.group(1)) <= len(question.options):
+        return question.options[int(match.group(1)) - 1]
+    return text
+
+
+class QuestionDesk:
+    def __init__(self, questions: PendingQuestions) -> None:
+        self._questions = questions
+
+    async def check_press(self, adapter: Adapter, msg: InboundMessage) -> str | None:
+        """The thread a valid press answers (the press is then closed on the platform), or None
+        when it is refused (the presser is told why, privately)."""
+        press = msg.button
+        assert press is not None
+        thread_id = await self._questions.thread_of(press.question_id)
+        question = None if thread_id is None else await self._questions.get(thread_id)
+        if question is None or question.question_id != press.question_id:
+            await adapter.answer_button(msg, "This question is no longer open.")
+            return None
+        if question.asker_id != msg.sender_id:
+            _log.info("question.press_refused")
+            await adapter.answer_button(msg, "Only the person who asked can answer this question.")
+            return None
+        if not 0 <= press.option_index < len(question.options):
+            await adapter.answer_button(msg, "That option doesn't exist.")
+            return None
+        await adapter.answer_button(msg, None)
+        return thread_id
+
+    async def ask(
+        self,
+        adapter: Adapter,
+        target: ReplyTarget,
+        thread_id: str,
+        asker_id: str,
+        question: Question,
+    ) -> SentRef:
+        pending = PendingQuestion(asker_id=asker_id, text=question.text, options=question.options)
+        await self._questions.put(thread_id, pending)
+        chunks = render_chunks(question.text, adapter.capabilities)
+        if adapter.capabilities.buttons and question.options:
+            prompt = QuestionPrompt(pending.question_id, question.options, asker_id)
+            sent = await adapter.ask(target, chunks, prompt)
+        else:
+            sent = await adapter.send(target, chunks)
+        if sent.message_ids:
+            await self._questions.set_message(thread_id, pending, sent.message_ids[-1])
+        _log.info("question.asked", options=len(question.options))
+        return sent
+
+    async def show_answer(
+        self, adapter: Adapter, target: ReplyTarget, question: PendingQuestion, answer: str
+    ) -> None:
+        """Edit the question message to show the chosen answer (and drop its buttons)."""
+        if not (adapter.capabilities.can_edit and question.message_id):
+            return
+        chunks = render_chunks(f"{question.text}\n\n✅ {answer}", adapter.capabilities)
+        if not chunks:
+            return
+        try:
+            await adapter.edit(target, question.message_id, chunks[-1])
+        except SwitchboardError as exc:
+            _log.warning("question.edit_failed", category=exc.category)

@@ -1,0 +1,85 @@
+"""Everything the manager says in chat: rendered replies, notices, typing, errors with a ref id."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+
+import structlog
+
+from channels import metrics
+from channels.adapter import AckKind, Adapter, Chunk, SentRef
+from channels.message import InboundMessage, ReplyTarget
+from channels.render import render_chunks
+from switchboard.errors import SwitchboardError
+
+__all__ = ["FALLBACK_REPLY", "Responder", "error_text"]
+
+_log = structlog.get_logger(__name__)
+
+_USER_MESSAGES = {
+    "agent": "The AI model couldn't answer just now.",
+    "storage": "I couldn't reach my storage just now.",
+    "rate_limited": "The chat platform is rate-limiting me.",
+    "platform": "The chat platform rejected my reply.",
+    "auth": "I'm not authorised on this platform.",
+    "access": "This conversation isn't allowed to use me.",
+    "config": "I'm misconfigured.",
+    "internal": "Something went wrong on my side.",
+}
+FALLBACK_REPLY = "I don't have anything to add to that. Could you rephrase?"
+
+
+def error_text(category: str, ref: str) -> str:
+    return f"Sorry — {_USER_MESSAGES.get(category, _USER_MESSAGES['internal'])} (ref {ref})"
+
+
+class Responder:
+    def __init__(self, *, typing_delay_s: float) -> None:
+        self._typing_delay_s = typing_delay_s
+
+    async def send_text(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
+        return await adapter.send(target, render_chunks(text, adapter.capabilities))
+
+    async def send_reply(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
+        caps = adapter.capabilities
+        chunks = render_chunks(text, caps) or render_chunks(FALLBACK_REPLY, caps)
+        sent = await adapter.send(target, chunks)
+        metrics.MESSAGES_OUT.labels(platform=str(target.platform)).inc(len(sent.message_ids))
+        return sent
+
+    async def acknowledge(self, adapter: Adapter, msg: InboundMessage, kind: AckKind) -> None:
+        try:
+            await adapter.acknowledge(msg, kind)
+        except SwitchboardError as exc:
+            _log.warning("ack.failed", category=exc.category, kind=str(kind))
+
+    async def typing_until(
+        self, adapter: Adapter, target: ReplyTarget, answered: asyncio.Event
+    ) -> None:
+        """Show 'typing…' only once a turn outlasts the delay: an instant answer needs no
+        indicator (nor the API call and rate budget it costs). A failing indicator never fails
+        the turn."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(answered.wait(), self._typing_delay_s)
+            return
+        try:
+            async with adapter.typing(target):
+                await answered.wait()
+        except SwitchboardError as exc:
+            _log.warning("typing.failed", category=exc.category)
+        except Exception as exc:  # a supervised side task: log it, never fail the turn
+            _log.error("typing.crashed", error=type(exc).__name__, exc_info=exc)
+
+    async def report(self, adapter: Adapter, target: ReplyTarget, exc: BaseException) -> None:
+        """The one place an exception becomes chat text: category message + reference id."""
+        ref = secrets.token_hex(4)
+        category = exc.category if isinstance(exc, SwitchboardError) else "internal"
+        metrics.ERRORS.labels(category=category).inc()
+        _log.error("turn.failed", ref=ref, category=category, exc_info=exc)
+        text = error_text(category, ref)
+        try:
+            await adapter.send(target, [Chunk(text=text, plain=text)])
+        except Exception as send_exc:
+            _log.error("error_reply.failed", ref=ref, error=type(send_exc).__name__)

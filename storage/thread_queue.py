@@ -1,0 +1,301 @@
+"""A thread's queue of unanswered messages and the lock of the one worker answering them.
+
+Every message of a thread goes through its queue, in inbox order; whoever holds the thread lock
+answers the queue front in batches and removes a batch only once its reply was sent. A holder that
+dies leaves its batch in the queue, so the next holder answers it: nothing is taken out before it
+is answered, and nothing answered is answered again (`done` remembers answered entries for a day).
+
+| key                     | type   | value                                          | TTL                  |
+|-------------------------|--------|------------------------------------------------|----------------------|
+| `sb:{<thread>}:lock`    | string | the holder's fencing token                     | 30 s, extended       |
+| `sb:{<thread>}:q`       | zset   | inbox entry ids, score 0 (lexical = arrival)   | 1 day, on each write |
+| `sb:{<thread>}:qmsg`    | hash   | entry id → the message (JSON, channel-owned)   | 1 day, on each write |
+| `sb:{<thread>}:done`    | zset   | answered entry id → when (unix s)              | 1 day, trimmed       |
+
+`submit` also takes the lock when it is free and, with it, clears a stale `/stop` request and the
+loop warnings of earlier runs (no run of this thread is active once the lock is ours); it returns
+the open clarification question for the batch to answer. Every script is idempotent per call
+(the entry id and the caller's token), so a resend after a lost reply changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from storage.locks import LOCK_TTL_S, Lock, lock_ms
+from storage.questions import PendingQuestion, parse_question
+from switchboard.errors import StorageError
+
+__all__ = [
+    "DONE_TTL_S",
+    "QUEUE_CAP",
+    "QUEUE_TTL_S",
+    "QueuedItem",
+    "Slot",
+    "SlotState",
+    "ThreadQueue",
+    "ThreadState",
+    "sortable_entry_id",
+]
+
+QUEUE_CAP = 10  # unanswered messages per thread, the running batch included
+QUEUE_TTL_S = 24 * 3600  # outlives any turn and any crash recovery; refreshed on every write
+DONE_TTL_S = 24 * 3600  # as long as a platform may redeliver (Telegram keeps updates 24 h)
+
+# Shared tail of submit and resume: with the lock ours, clear the stale stop request and other
+# runs' warnings, and return the queue (oldest first) with the open question.
+_TAKE = """
+local function take_lock(token, ttl, warn_prefix)
+  redis.call('SET', KEYS[1], token, 'PX', ttl)
+  redis.call('DEL', KEYS[5])
+  local runs = redis.call('SMEMBERS', KEYS[7])
+  for _, run in ipairs(runs) do redis.call('DEL', warn_prefix .. run) end
+  if #runs > 0 then redis.call('DEL', KEYS[7]) end
+end
+local function queue()
+  local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
+  local out = {}
+  for i, id in ipairs(ids) do
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+  end
+  return out
+end
+"""
+# KEYS: lock q qmsg done stop question warnruns. ARGV: token ttl_ms entry payload cap
+# warn_prefix queue_ttl queue_if_busy. Returns {state, depth, queue, question}.
+_SUBMIT = (
+    _TAKE
+    + """
+if redis.call('ZSCORE', KEYS[4], ARGV[3]) then return {'done', 0, {}, false} end
+local current = redis.call('GET', KEYS[1])
+if ARGV[8] == '0' and current and current ~= ARGV[1] and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+  return {'busy', redis.call('ZCARD', KEYS[2]), {}, false}
+end
+if not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+  local depth = redis.call('ZCARD', KEYS[2])
+  if depth >= tonumber(ARGV[5]) then return {'full', depth, {}, false} end
+  redis.call('ZADD', KEYS[2], 0, ARGV[3])
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+end
+redis.call('EXPIRE', KEYS[2], ARGV[7])
+redis.call('EXPIRE', KEYS[3], ARGV[7])
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then
+  return {'queued', redis.call('ZCARD', KEYS[2]), {}, false}
+end
+if not holder then take_lock(ARGV[1], ARGV[2], ARGV[6]) end
+return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+"""
+)
+# KEYS as submit. ARGV: token ttl_ms warn_prefix. The lock for a queue whose holder went away.
+_RESUME = (
+    _TAKE
+    + """
+if redis.call('ZCARD', KEYS[2]) == 0 then return {'empty', 0, {}, false} end
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return {'busy', redis.call('ZCARD', KEYS[2]), {}, false} end
+if not holder then take_lock(ARGV[1], ARGV[2], ARGV[3]) end
+return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+"""
+)
+# KEYS as submit. ARGV: token ttl_ms now answered_question_id done_ttl answered ids...
+# Marks the batch answered and returns what queued meanwhile, or releases the lock.
+_FINISH = (
+    _TAKE
+    + """
+local holder = redis.call('GET', KEYS[1])
+local answered = {}
+for i = 6, #ARGV do answered[#answered + 1] = ARGV[i] end
+if holder ~= ARGV[1] then
+  for _, id in ipairs(answered) do
+    if not redis.call('ZSCORE', KEYS[4], id) then return {'lost', 0, {}, false} end
+  end
+  return {'released', 0, {}, false}
+end
+local now = tonumber(ARGV[3])
+for _, id in ipairs(answered) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('ZADD', KEYS[4], now, id)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[5]))
+redis.call('EXPIRE', KEYS[4], ARGV[5])
+if ARGV[4] ~= '' then
+  local raw = redis.call('GET', KEYS[6])
+  if raw then
+    local ok, doc = pcall(cjson.decode, raw)
+    if not ok or type(doc) ~= 'table' or doc['question_id'] == ARGV[4] then
+      redis.call('DEL', KEYS[6])
+    end
+  end
+end
+if redis.call('ZCARD', KEYS[2]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return {'released', 0, {}, false}
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+"""
+)
+
+
+class SlotState(StrEnum):
+    RUN = "run"  # the lock is ours: answer `items` (oldest first)
+    QUEUED = "queued"  # another holder will answer it
+    FULL = "full"  # refused: the thread already has QUEUE_CAP unanswered messages
+    DONE = "done"  # this entry was answered before (a redelivery after a crash)
+    EMPTY = "empty"  # resume: nothing is queued
+    BUSY = "busy"  # a live holder has the lock (resume; submit without queueing)
+    RELEASED = "released"  # finish: nothing more queued, the lock is free
+    LOST = "lost"  # finish: the lock expired and was not ours any more
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedItem:
+    entry_id: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    state: SlotState
+    depth: int = 0
+    lock: Lock | None = None
+    items: list[QueuedItem] = field(default_factory=list)
+    question: PendingQuestion | None = None
+
+
+def sortable_entry_id(entry_id: str) -> str:
+    """A stream id `ms-seq` padded so that lexical order is arrival order."""
+    ms, _, seq = entry_id.partition("-")
+    return f"{int(ms):015d}-{int(seq or 0):08d}"
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadState:
+    busy: bool  # a holder has the lock
+    unanswered: int  # queued messages, the batch being answered included
+    question: PendingQuestion | None
+
+
+class ThreadQueue:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        keys: Keys,
+        lock_ttl_s: float = LOCK_TTL_S,
+        cap: int = QUEUE_CAP,
+    ) -> None:
+        self._r = client
+        self._keys = keys
+        self.lock_ttl_s = lock_ttl_s
+        self.cap = cap
+        self._submit = client.register_script(_SUBMIT)
+        self._resume = client.register_script(_RESUME)
+        self._finish = client.register_script(_FINISH)
+
+    def _thread_keys(self, thread_id: str) -> list[str]:
+        k = self._keys
+        return [
+            k.lock(thread_id),
+            k.thread(thread_id, "q"),
+            k.thread(thread_id, "qmsg"),
+            k.thread(thread_id, "done"),
+            k.stop(thread_id),
+            k.question(thread_id),
+            k.warning_runs(thread_id),
+        ]
+
+    async def submit(
+        self,
+        thread_id: str,
+        entry_id: str,
+        payload: bytes,
+        token: str,
+        *,
+        queue_if_busy: bool = True,
+    ) -> Slot:
+        """Queue the message and take the lock if it is free (then answer the queue). With
+        `queue_if_busy=False` a busy thread refuses the message (BUSY) instead."""
+        raw = await self._call(
+            "submit",
+            self._submit,
+            thread_id,
+            [
+                token,
+                lock_ms(self.lock_ttl_s),
+                sortable_entry_id(entry_id),
+                payload,
+                self.cap,
+                self._keys.warnings(thread_id, ""),
+                QUEUE_TTL_S,
+                "1" if queue_if_busy else "0",
+            ],
+        )
+        return self._slot(thread_id, token, raw)
+
+    async def resume(self, thread_id: str, token: str) -> Slot:
+        """Take the lock of a queue left without a holder (crash, or a failed finish)."""
+        raw = await self._call(
+            "resume",
+            self._resume,
+            thread_id,
+            [token, lock_ms(self.lock_ttl_s), self._keys.warnings(thread_id, "")],
+        )
+        return self._slot(thread_id, token, raw)
+
+    async def finish(self, lock: Lock, answered: list[str], question_id: str = "") -> Slot:
+        """Record `answered` (entry ids) as answered and drop the question they answered; returns
+        the next batch (lock kept) or RELEASED. LOST when the lock had expired first."""
+        raw = await self._call(
+            "finish",
+            self._finish,
+            lock.thread_id,
+            [
+                lock.token,
+                lock_ms(lock.ttl_s),
+                int(time.time()),
+                question_id,
+                DONE_TTL_S,
+                *answered,
+            ],
+        )
+        return self._slot(lock.thread_id, lock.token, raw)
+
+    async def state(self, thread_id: str) -> ThreadState:
+        """For `/status`: one pipelined round trip, no script."""
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        pipe.exists(k.lock(thread_id))
+        pipe.zcard(k.thread(thread_id, "q"))
+        pipe.get(k.question(thread_id))
+        try:
+            busy, unanswered, question = await pipe.execute()
+        except RedisError as exc:
+            raise StorageError(f"thread state failed: {exc.__class__.__name__}") from None
+        return ThreadState(bool(busy), int(unanswered), parse_question(question))
+
+    async def _call(self, what: str, script, thread_id: str, args: list) -> list:  # type: ignore[no-untyped-def]
+        try:
+            return await script(keys=self._thread_keys(thread_id), args=args)
+        except RedisError as exc:
+            raise StorageError(f"thread {what} failed: {exc.__class__.__name__}") from None
+
+    def _slot(self, thread_id: str, token: str, raw: list) -> Slot:  # type: ignore[type-arg]
+        state_raw, depth, flat, question_raw = raw
+        state = SlotState(state_raw.decode() if isinstance(state_raw, bytes) else state_raw)
+        items = [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+        lock = Lock(thread_id, token, self.lock_ttl_s) if state is SlotState.RUN else None
+        return Slot(state, int(depth), lock, items, parse_question(question_raw or None))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
