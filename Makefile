@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint unit integration bench clean lock
+.PHONY: install run test lint unit integration bench bench-floor clean lock
 
 install: $(STAMP)
 
@@ -37,6 +37,10 @@ test: lint
 bench: install
 	$(BIN)/python bench/checkpoint.py
 	$(BIN)/python bench/turn.py
+
+# Bare aiogram + create_agent bot vs Switchboard's Telegram path, same fakes, one run.
+bench-floor: install
+	$(BIN)/python bench/bot_floor.py
 
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --extra anthropic --python-version 3.11 -o requirements.lock

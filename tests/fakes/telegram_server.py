@@ -1,9 +1,10 @@
 """A fake Telegram Bot API on 127.0.0.1 that the real aiogram client talks to.
 
 It serves `/bot<token>/<method>` like api.telegram.org: form or JSON parameters in, `{"ok": ...}`
-out, 401 for an unknown token. It records every call (method + decoded params), keeps the chats'
-messages (assigning per-chat message ids shared by users and the bot), long-polls `getUpdates`
-from a queue the test fills, renders HTML the way Telegram does (unknown tags and stray `<` are
+out, 401 for an unknown token. It records every call (method, decoded params, arrival time on
+the monotonic clock), keeps the chats' messages (assigning per-chat message ids shared by users
+and the bot), long-polls `getUpdates` from a queue the test fills (`pushed_at` says when each
+update became available), renders HTML the way Telegram does (unknown tags and stray `<` are
 "can't parse entities", over 4096 UTF-16 units is "message is too long"), and can fail the next N
 calls of a method with a 429 `retry_after` or any other error.
 
@@ -83,6 +84,7 @@ class Call:
     method: str
     params: dict[str, Any]
     status: int = 200
+    at: float = field(default_factory=time.monotonic, compare=False)  # when it was received
 
 
 @dataclass(slots=True)
@@ -113,6 +115,7 @@ class FakeTelegram:
         self._next_id: dict[int, itertools.count[int]] = {}
         self._bot_ids: dict[int, list[int]] = defaultdict(list)
         self._updates: list[dict[str, Any]] = []
+        self.pushed_at: dict[int, float] = {}  # update_id -> monotonic time it became available
         self._update_ids = itertools.count(1000)
         self._arrived = asyncio.Event()
         self._faults: dict[str, deque[_Fault]] = defaultdict(deque)
@@ -320,7 +323,14 @@ class FakeTelegram:
 
     def push(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates (a webhook test posts it itself instead)."""
-        self._updates.append(update)
+        self.push_many([update])
+
+    def push_many(self, updates: list[dict[str, Any]]) -> None:
+        """Queue updates at one instant: a waiting long poll sees them all in one batch."""
+        now = time.monotonic()
+        for update in updates:
+            self._updates.append(update)
+            self.pushed_at[update["update_id"]] = now
         self._arrived.set()
         self._arrived = asyncio.Event()
 

