@@ -35,7 +35,6 @@ from channels import (
 from channels.usage import Budget, UsageDesk
 from service.settings import Settings
 from storage import (
-    LOCK_TTL_S,
     Accounts,
     Dedupe,
     Inbox,
@@ -91,12 +90,12 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
     stores = ManagerStores(
-        inbox=Inbox(client, keys=keys),
+        inbox=Inbox(client, keys=keys, claim_idle_s=settings.lock_ttl_s),
         dedupe=Dedupe(client, keys=keys),
         threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
         locks=ThreadLocks(client, keys=keys),
-        queue=ThreadQueue(client, keys=keys),
-        orphans=Orphans(client, keys=keys, grace_s=LOCK_TTL_S + 5),
+        queue=ThreadQueue(client, keys=keys, lock_ttl_s=settings.lock_ttl_s),
+        orphans=Orphans(client, keys=keys, grace_s=settings.lock_ttl_s * 1.2),
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
     )
@@ -138,6 +137,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             model_name=settings.model,
             max_input_chars=settings.max_input_chars,
             max_concurrent_turns=settings.max_concurrent_turns,
+            sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
         ),
         usage=usage,
     )

@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     redis_max_connections: int = Field(
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
     )
+    lock_ttl_s: float = Field(30.0, ge=0.5, le=600, validation_alias=_env("SWITCHBOARD_LOCK_TTL_S"))
+    """How soon a dead worker's thread lock and inbox entries pass to another worker."""
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
     max_input_chars: int = Field(
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")

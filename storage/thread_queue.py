@@ -113,13 +113,22 @@ _FINISH = (
 local holder = redis.call('GET', KEYS[1])
 local answered = {}
 for i = 6, #ARGV do answered[#answered + 1] = ARGV[i] end
+local now = tonumber(ARGV[3])
 if holder ~= ARGV[1] then
+  -- The lock expired under us (a long Redis outage). Our reply was sent, so the batch is
+  -- answered: record it, or the next holder would answer it again. The lock is not touched.
+  local fresh = 0
   for _, id in ipairs(answered) do
-    if not redis.call('ZSCORE', KEYS[4], id) then return {'lost', 0, {}, false} end
+    if not redis.call('ZSCORE', KEYS[4], id) then
+      fresh = fresh + 1
+      redis.call('ZREM', KEYS[2], id)
+      redis.call('HDEL', KEYS[3], id)
+      redis.call('ZADD', KEYS[4], now, id)
+    end
   end
+  if fresh > 0 then return {'lost', 0, {}, false} end
   return {'released', 0, {}, false}
 end
-local now = tonumber(ARGV[3])
 for _, id in ipairs(answered) do
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
@@ -154,7 +163,7 @@ class SlotState(StrEnum):
     EMPTY = "empty"  # resume: nothing is queued
     BUSY = "busy"  # a live holder has the lock (resume; submit without queueing)
     RELEASED = "released"  # finish: nothing more queued, the lock is free
-    LOST = "lost"  # finish: the lock expired and was not ours any more
+    LOST = "lost"  # finish: the lock had expired (the batch is recorded answered all the same)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +263,8 @@ class ThreadQueue:
 
     async def finish(self, lock: Lock, answered: list[str], question_id: str = "") -> Slot:
         """Record `answered` (entry ids) as answered and drop the question they answered; returns
-        the next batch (lock kept) or RELEASED. LOST when the lock had expired first."""
+        the next batch (lock kept) or RELEASED. LOST when the lock had expired first: the batch
+        is recorded all the same (its reply was sent), the lock and the rest are left alone."""
         raw = await self._call(
             "finish",
             self._finish,

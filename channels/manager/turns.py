@@ -283,6 +283,8 @@ class TurnScheduler:
             await self._say.send_text(adapter, target, "Stopped.")
         except FencedOut:
             raise _LockLost from None
+        except StorageError:
+            raise  # not an answer: the batch stays queued and is run again once Redis is back
         except TimeoutError:
             _log.warning("turn.timed_out", timeout_s=self._config.turn_timeout_s)
             await self._say.report(adapter, target, AgentError("turn timed out"))
