@@ -1,14 +1,13 @@
-"""Pending questions against a real server: one answer wins, ids must match, expiry is honoured."""
+"""Pending questions against a real server: ids must match, expiry is honoured, and a question id
+finds its thread while the question lives."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import redis.asyncio as aioredis
 
 from storage import Keys, PendingQuestion, PendingQuestions
-from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 
 __all__: list[str] = []
@@ -38,32 +37,6 @@ async def test_put_replaces_the_older_question(redis: aioredis.Redis, keys: Keys
     newer = _question(text="Second question", options=())
     await questions.put("t1", newer)
     assert await questions.get("t1") == newer
-
-
-async def test_twenty_concurrent_consumers_get_the_question_exactly_once(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    questions = PendingQuestions(redis, keys=keys)
-    asked = _question()
-    await questions.put("t1", asked)
-    await warm_pool(redis, 20)
-    # Button presses carry the id, typed answers do not; they race each other.
-    taken = await asyncio.gather(
-        *(questions.consume("t1", asked.question_id if i % 2 else "") for i in range(20))
-    )
-    assert [q for q in taken if q is not None] == [asked]
-    assert await questions.get("t1") is None
-
-
-async def test_consume_with_a_wrong_question_id_returns_none_and_keeps_the_question(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    questions = PendingQuestions(redis, keys=keys)
-    asked = _question()
-    await questions.put("t1", asked)
-    assert await questions.consume("t1", "some-older-question") is None
-    assert await questions.get("t1") == asked
-    assert await questions.consume("t1", asked.question_id) == asked
 
 
 async def test_set_message_updates_only_the_matching_question_and_keeps_the_ttl(
@@ -98,7 +71,7 @@ async def test_set_message_keeps_a_question_without_options_readable(
     asked = _question(options=())
     await questions.put("t1", asked)
     await questions.set_message("t1", asked, "msg-1")
-    updated = await questions.consume("t1", asked.question_id)
+    updated = await questions.get("t1")
     assert updated is not None
     assert (updated.options, updated.message_id) == ((), "msg-1")
 
@@ -123,7 +96,7 @@ async def test_the_key_expires_at_the_questions_expires_at(
         return await redis.exists(keys.question("t1")) == 0
 
     await wait_until(gone, timeout=5.0)
-    assert await questions.consume("t1") is None
+    assert await questions.get("t1") is None
 
 
 async def test_the_default_expiry_is_a_week(redis: aioredis.Redis, keys: Keys) -> None:
@@ -149,24 +122,58 @@ async def test_a_question_past_its_expires_at_is_never_returned(
     questions = PendingQuestions(redis, keys=keys)
     await redis.set(keys.question("t1"), _question(expires_at=time.time() - 5).to_json(), ex=60)
     assert await questions.get("t1") is None
-    assert await questions.consume("t1") is None
 
 
 async def test_a_corrupt_document_reads_as_no_question(redis: aioredis.Redis, keys: Keys) -> None:
     questions = PendingQuestions(redis, keys=keys)
     await redis.set(keys.question("t1"), b"{not json", ex=60)
     assert await questions.get("t1") is None
-    assert await questions.consume("t1", "some-id") is None
-    await questions.set_message("t1", _question(), "m-1")
-    assert await questions.consume("t1") is None
-    assert await redis.exists(keys.question("t1")) == 0
+    await questions.set_message("t1", _question(), "m-1")  # leaves the unreadable document alone
+    assert await redis.get(keys.question("t1")) == b"{not json"
+    assert await questions.get("t1") is None
 
 
-async def test_restore_puts_a_consumed_question_back(redis: aioredis.Redis, keys: Keys) -> None:
+async def test_thread_of_finds_the_thread_a_question_id_was_asked_in(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
     questions = PendingQuestions(redis, keys=keys)
-    asked = _question()
+    first, second = _question(), _question(text="Another")
+    await questions.put("t1", first)
+    await questions.put("t2", second)
+    assert await questions.thread_of(first.question_id) == "t1"
+    assert await questions.thread_of(second.question_id) == "t2"
+    assert await questions.thread_of("never-asked") is None
+
+
+async def test_the_id_index_lives_exactly_as_long_as_the_question(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    questions = PendingQuestions(redis, keys=keys)
+    asked = _question(expires_at=time.time() + 100)
     await questions.put("t1", asked)
-    taken = await questions.consume("t1", asked.question_id)
-    assert taken is not None
-    await questions.restore("t1", taken)
-    assert await questions.consume("t1", asked.question_id) == asked
+    index_ttl = await redis.pttl(keys.question_thread(asked.question_id))
+    question_ttl = await redis.pttl(keys.question("t1"))
+    assert 99_000 < index_ttl <= 100_000
+    assert abs(index_ttl - question_ttl) < 50
+
+
+async def test_the_id_index_expires_with_the_question(redis: aioredis.Redis, keys: Keys) -> None:
+    questions = PendingQuestions(redis, keys=keys)
+    asked = _question(expires_at=time.time() + 0.3)
+    await questions.put("t1", asked)
+    assert await questions.thread_of(asked.question_id) == "t1"
+
+    async def gone() -> bool:
+        return await questions.thread_of(asked.question_id) is None
+
+    await wait_until(gone, timeout=5.0)
+
+
+async def test_an_already_expired_question_is_not_indexed(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    questions = PendingQuestions(redis, keys=keys)
+    expired = _question(expires_at=time.time() - 1)
+    await questions.put("t1", expired)
+    assert await questions.thread_of(expired.question_id) is None
+    assert await redis.exists(keys.question_thread(expired.question_id)) == 0

@@ -1,0 +1,116 @@
+"""The inbox payload codec: a message survives the trip, SDK objects stay behind, and anything
+this release cannot read is refused as CorruptPayload (never a crash deeper in the worker)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from channels.manager.codec import CorruptPayload, decode_message, encode_message
+from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+
+__all__: list[str] = []
+
+
+def _msg(**overrides: Any) -> InboundMessage:
+    fields: dict[str, Any] = {
+        "platform": Platform.TELEGRAM,
+        "workspace_id": "-100",
+        "chat_id": "-100",
+        "sender_id": "u1",
+        "sender_name": "Ünïcode Ann ✓",
+        "text": "hello «world»",
+        "provider_message_id": "77",
+    }
+    fields.update(overrides)
+    return InboundMessage(**fields)
+
+
+def test_a_typed_message_with_every_field_set_round_trips() -> None:
+    msg = _msg(
+        is_dm=False,
+        mentions_bot=True,
+        thread_anchor="12",
+        is_topic=True,
+        reply_to_id="70",
+        reply_to_bot=True,
+        attachments=(Attachment("image", "cat.png", "https://x/cat.png", 1234), Attachment("file")),
+        event_ids=("update-9", "ev-1"),
+    )
+    back = decode_message(encode_message(msg))
+    assert back == msg
+    assert back.platform is Platform.TELEGRAM
+    assert isinstance(back.attachments, tuple) and back.attachments[0].size == 1234
+    assert isinstance(back.event_ids, tuple)
+
+
+def test_a_button_press_round_trips() -> None:
+    msg = _msg(text="", button=ButtonPress("q-abc", 2, "cbq-1"))
+    back = decode_message(encode_message(msg))
+    assert back.button == ButtonPress("q-abc", 2, "cbq-1")
+    assert back == msg
+
+
+def test_a_dict_raw_travels_with_the_message() -> None:
+    raw = {"id": "1", "author": {"id": "u1"}, "reactions": [1, 2]}
+    back = decode_message(encode_message(_msg(platform=Platform.DISCORD, raw=raw)))
+    assert back.raw == raw
+
+
+def test_an_sdk_object_raw_is_left_behind() -> None:
+    class SdkMessage:  # stands in for aiogram's Message: not JSON, not to be deep-copied
+        def __deepcopy__(self, memo: object) -> SdkMessage:
+            raise AssertionError("the SDK object was copied")
+
+    payload = encode_message(_msg(raw=SdkMessage()))
+    assert json.loads(payload)["raw"] is None
+    assert decode_message(payload).raw is None
+
+
+def test_unknown_fields_from_a_newer_release_are_ignored_and_missing_ones_defaulted() -> None:
+    data = json.loads(encode_message(_msg()))
+    data["added_in_a_later_release"] = {"x": 1}
+    for optional in ("is_dm", "attachments", "event_ids", "button", "raw"):
+        del data[optional]
+    back = decode_message(json.dumps(data).encode())
+    assert back == _msg()
+
+
+def test_decode_accepts_text_as_well_as_bytes() -> None:
+    assert decode_message(encode_message(_msg()).decode()) == _msg()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\xff\xfe not utf-8",
+        b"{not json",
+        b"null",
+        b"[1, 2]",
+        b'"a string"',
+        b"{}",
+        json.dumps({"platform": "telegram"}).encode(),  # required fields missing
+        json.dumps({**json.loads(encode_message(_msg())), "platform": "icq"}).encode(),
+        json.dumps({**json.loads(encode_message(_msg())), "attachments": [1]}).encode(),
+        json.dumps({**json.loads(encode_message(_msg())), "button": {"nope": 1}}).encode(),
+    ],
+    ids=[
+        "empty",
+        "not-utf8",
+        "not-json",
+        "null",
+        "list",
+        "string",
+        "empty-object",
+        "missing-fields",
+        "unknown-platform",
+        "bad-attachment",
+        "bad-button",
+    ],
+)
+def test_garbage_is_a_corrupt_payload(payload: bytes) -> None:
+    with pytest.raises(CorruptPayload):
+        decode_message(payload)
