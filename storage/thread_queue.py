@@ -126,7 +126,10 @@ if holder ~= ARGV[1] then
       redis.call('ZADD', KEYS[4], now, id)
     end
   end
-  if fresh > 0 then return {'lost', 0, {}, false} end
+  if fresh > 0 then
+    redis.call('EXPIRE', KEYS[4], ARGV[5])
+    return {'lost', 0, {}, false}
+  end
   return {'released', 0, {}, false}
 end
 for _, id in ipairs(answered) do
