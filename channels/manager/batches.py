@@ -55,10 +55,15 @@ def pick_batch(
         if msg.button is not None:
             if taken:
                 break  # a press is a turn of its own
-            if question is None or msg.button.question_id != question.question_id:
+            index = msg.button.option_index
+            if (
+                question is None
+                or msg.button.question_id != question.question_id
+                or not 0 <= index < len(question.options)
+            ):
                 dropped.append(item.entry_id)
                 continue
-            answer = question.options[msg.button.option_index]
+            answer = question.options[index]
             return Batch([msg], [*dropped, item.entry_id], answer, True, len(dropped))
         if taken and chars + len(msg.text) > max_chars:
             break

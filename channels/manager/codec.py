@@ -36,10 +36,20 @@ def decode_message(payload: bytes | str) -> InboundMessage:
             raise TypeError("payload is not an object")
         known = {k: v for k, v in data.items() if k in _FIELDS}
         known["platform"] = Platform(known["platform"])
-        known["attachments"] = tuple(Attachment(**a) for a in known.get("attachments") or ())
+        known["attachments"] = tuple(
+            Attachment(**_only(Attachment, a)) for a in known.get("attachments") or ()
+        )
         known["event_ids"] = tuple(str(e) for e in known.get("event_ids") or ())
         button = known.get("button")
-        known["button"] = ButtonPress(**button) if button else None
+        known["button"] = ButtonPress(**_only(ButtonPress, button)) if button else None
         return InboundMessage(**known)
     except (ValueError, TypeError, KeyError) as exc:
         raise CorruptPayload(f"unreadable message payload ({exc.__class__.__name__})") from None
+
+
+def _only(cls: type, data: Any) -> dict[str, Any]:
+    """The fields `cls` knows: a newer release may have added some (rolling deploys)."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} is not an object")
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

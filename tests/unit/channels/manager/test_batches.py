@@ -139,3 +139,24 @@ def test_several_messages_answering_a_question_are_joined_not_picked() -> None:
 def test_an_empty_queue_is_an_empty_batch() -> None:
     batch = pick_batch([], QUESTION, max_chars=1000)
     assert (batch.messages, batch.entry_ids, batch.text, batch.resume) == ([], [], "", False)
+
+
+def test_a_press_for_an_option_that_does_not_exist_is_dropped_not_a_crash() -> None:
+    from channels.manager.batches import pick_batch as pick
+    from channels.manager.codec import encode_message as encode
+    from channels.message import ButtonPress, InboundMessage, Platform
+    from storage import PendingQuestion, QueuedItem
+
+    question = PendingQuestion(asker_id="U1", text="Which?", options=("a", "b"))
+    press = InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T",
+        chat_id="C",
+        sender_id="U1",
+        sender_name="",
+        text="",
+        provider_message_id="p",
+        button=ButtonPress(question.question_id, 7),
+    )
+    batch = pick([QueuedItem("000-1", encode(press))], question, max_chars=100)
+    assert batch.messages == [] and batch.entry_ids == ["000-1"] and batch.dropped == 1

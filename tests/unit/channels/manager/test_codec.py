@@ -114,3 +114,22 @@ def test_decode_accepts_text_as_well_as_bytes() -> None:
 def test_garbage_is_a_corrupt_payload(payload: bytes) -> None:
     with pytest.raises(CorruptPayload):
         decode_message(payload)
+
+
+def test_unknown_fields_inside_a_button_or_attachment_are_ignored() -> None:
+    from channels.manager.codec import decode_message as decode
+
+    raw = {
+        "platform": "telegram",
+        "workspace_id": "",
+        "chat_id": "1",
+        "sender_id": "2",
+        "sender_name": "Ann",
+        "text": "",
+        "provider_message_id": "3",
+        "attachments": [{"kind": "image", "added_later": 1}],
+        "button": {"question_id": "q", "option_index": 0, "added_later": True},
+    }
+    msg = decode(json.dumps(raw))
+    assert msg.button is not None and msg.button.question_id == "q"
+    assert msg.attachments[0].kind == "image"

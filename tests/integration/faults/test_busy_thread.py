@@ -1,0 +1,49 @@
+"""Fifteen messages to a thread that is busy answering: each one is either answered, in arrival
+order, or refused with a notice right away; none is promised (⏳) and then dropped."""
+
+from __future__ import annotations
+
+import re
+
+from channels.adapter import AckKind
+from channels.message import InboundMessage, Platform
+from storage import QUEUE_CAP
+from tests.fakes.recording_adapter import RecordingAdapter
+from tests.support import wait_until
+
+
+def dm(text: str, n: int) -> InboundMessage:
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id="D1",
+        sender_id="U1",
+        sender_name="alice",
+        text=text,
+        provider_message_id=f"busy-{n}",
+        is_dm=True,
+    )
+
+
+async def test_fifteen_messages_to_a_busy_thread_are_answered_in_order_or_refused(
+    make_manager,  # type: ignore[no-untyped-def]
+) -> None:
+    manager = await make_manager(rate_limit_per_minute=1000)
+    adapter = RecordingAdapter()
+    manager.register(adapter)
+    await manager.deliver(dm("slow 1", 0))
+    await wait_until(lambda: adapter.typing_count == 1)
+    for n in range(1, 16):
+        await manager.deliver(dm(f"echo m{n}x", n))
+    await manager.idle(timeout=60)
+
+    refusals = [text for _, text, _ in adapter.notices if "can't take this one" in text]
+    promised = {mid for mid, kind in adapter.acks if kind is AckKind.QUEUED}
+    answers = " ".join(adapter.texts())
+    answered = [int(n) for n in re.findall(r"\bm(\d+)x\b", answers)]
+    assert adapter.texts()[0] == "Done after 1 s."
+    assert answered == sorted(answered)  # arrival order kept
+    assert len(answered) == len(set(answered))  # each once
+    assert len(answered) == QUEUE_CAP - 1  # the slow turn holds one of the places
+    assert {f"busy-{n}" for n in answered} == promised  # every promise kept
+    assert len(refusals) == 15 - len(promised)  # the rest were told at once

@@ -1,0 +1,137 @@
+"""A worker killed with SIGKILL in the middle of a turn, while another worker runs its own:
+the dead worker's message and the one queued behind it are answered by the survivor, once each.
+
+Two real `switchboard serve` processes share one Redis and the fake Bot API (webhook mode, so
+nothing polls twice). The first takes a slow message; a second message for the same chat queues
+behind it (⏳); the first process is killed; its inbox entry is reclaimed and the thread's queue,
+whose lock expires with the dead process, is swept, all without any new message arriving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.integration.faults.telegram_service import SECRET, post_until_taken
+from tests.support import free_port, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+
+SWITCHBOARD = str(Path(sys.executable).parent / "switchboard")
+ANN = FakeTelegram.user(7, "Ann")
+BOB = FakeTelegram.user(8, "Bob")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    server = FakeTelegram()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+class Worker:
+    """One `switchboard serve` process with its own HTTP port."""
+
+    def __init__(self, fake: FakeTelegram, redis_url: str, prefix: str, data: Path) -> None:
+        self.port = free_port()
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(data),
+            "REDIS_URL": redis_url,
+            "SWITCHBOARD_REDIS_PREFIX": prefix,
+            "SWITCHBOARD_DATA_DIR": str(data),
+            "SWITCHBOARD_HTTP_PORT": str(self.port),
+            "SWITCHBOARD_ACCESS": "open",
+            "SWITCHBOARD_LOCK_TTL_S": "2",
+            "SWITCHBOARD_LOG_FORMAT": "json",
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_API_BASE": fake.base_url,
+            "TELEGRAM_MODE": "webhook",
+            "TELEGRAM_WEBHOOK_SECRET": SECRET,
+            "SWITCHBOARD_PUBLIC_URL": "https://switchboard.example",
+        }
+        self.data = data
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.data.mkdir(parents=True, exist_ok=True)
+        log = open(self.data / "serve.log", "wb")  # noqa: ASYNC230, SIM115 - the child writes it
+        self.proc = await asyncio.create_subprocess_exec(
+            SWITCHBOARD, "serve", env=self.env, cwd=self.data, stdout=log, stderr=log
+        )
+        log.close()
+        async with httpx.AsyncClient() as http:
+
+            async def ready() -> bool:
+                try:
+                    r = await http.get(f"http://127.0.0.1:{self.port}/readyz")
+                    return r.status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await wait_until(ready, timeout=60, interval=0.2)
+
+    def http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    async def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 30)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+async def test_a_worker_killed_mid_turn_leaves_every_message_answered_exactly_once(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    first = Worker(fake, redis_url, prefix, tmp_path / "a")
+    second = Worker(fake, redis_url, prefix, tmp_path / "b")
+    ann_chat, bob_chat = fake.dm(ANN), fake.dm(BOB)
+    try:
+        await first.start()
+        async with first.http() as http:
+            await post_until_taken(http, fake.say(ann_chat, ANN, "slow 30", push=False))
+        # typing shows after 0.3 s: the first worker is inside the turn
+        await wait_until(lambda: fake.calls_to("sendChatAction"), timeout=30)
+        await second.start()
+        queued = fake.say(ann_chat, ANN, "echo queued-tok", push=False)
+        async with second.http() as http:
+            await post_until_taken(http, queued)
+            await wait_until(lambda: fake.calls_to("setMessageReaction"), timeout=30)
+            await post_until_taken(http, fake.say(bob_chat, BOB, "slow 1", push=False))
+        await first.kill()
+
+        def ann_texts() -> list[str]:
+            return fake.bot_texts(ANN["id"])
+
+        await wait_until(lambda: "queued-tok" in " ".join(ann_texts()), timeout=60)
+        await wait_until(lambda: fake.bot_texts(BOB["id"]), timeout=60)
+        await asyncio.sleep(3)  # time for any duplicate to show up
+    finally:
+        await first.stop()
+        await second.stop()
+    texts = ann_texts()
+    assert texts in (
+        ["You said: slow 30\n\necho queued-tok"],  # both answered in one turn by the survivor
+        ["Done after 30 s.", "queued-tok"],
+    ), texts
+    assert fake.bot_texts(BOB["id"]) == ["Done after 1 s."]
