@@ -264,11 +264,9 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             _log.info("channel.started", platform=str(adapter.platform))
 
         async def drain() -> None:
-            """Let turns in flight finish and reply while the adapters can still send."""
-            try:
-                await core.manager.idle(timeout=DRAIN_TIMEOUT_S)
-            except TimeoutError:
-                _log.warning("service.drain_timed_out", timeout_s=DRAIN_TIMEOUT_S)
+            """Stop taking inbox entries and let turns in hand finish and reply while the
+            adapters can still send; what is left stays in Redis for the next worker."""
+            await core.manager.aclose(timeout=DRAIN_TIMEOUT_S)
 
         # Exit runs in reverse: stop taking webhooks, drain, then stop the adapters.
         stack.push_async_callback(drain)

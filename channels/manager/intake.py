@@ -69,13 +69,17 @@ class Intake:
     async def stop(self, timeout: float) -> None:
         """Stop taking entries, let those in hand finish (up to `timeout`), cancel the rest;
         cancelled entries stay pending and another worker (or the next start) takes them."""
+        if not self._running and not self._loops:
+            return
         self._running = False
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops = []
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+            if pending:
+                _log.warning("service.drain_timed_out", unfinished=len(pending), timeout_s=timeout)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
