@@ -42,8 +42,11 @@ bench: install
 bench-floor: install
 	$(BIN)/python bench/bot_floor.py
 
+# requirements.lock: everything, for .venv and CI; requirements-runtime.lock: no dev tools, for the
+# Docker image (same pins: uv keeps the versions already in each file unless asked to upgrade).
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --extra anthropic --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra anthropic --python-version 3.11 -o requirements-runtime.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
