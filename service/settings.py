@@ -1,6 +1,6 @@
 """Service settings: environment first, then `.env`. Tests build `Settings(...)` with `_env_file=None`.
 
-Each field's alias is the variable name from DESIGN.md's contract table, so an error names the
+Each field's alias is the variable name from README.md's settings table, so an error names the
 variable the operator actually sets.
 """
 
