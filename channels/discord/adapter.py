@@ -160,8 +160,12 @@ class DiscordAdapter:
         await self.stop()
         if isinstance(failure, discord.LoginFailure):
             raise PlatformAuthError("discord: token rejected", platform=_PLATFORM) from failure
+        reason = type(failure).__name__ if failure else f"no READY within {self._start_timeout:g} s"
         raise PlatformError(
-            "discord: gateway did not become ready", platform=_PLATFORM, code="start"
+            f"discord: gateway did not become ready ({reason}; check DISCORD_BOT_TOKEN, the "
+            "Message Content intent and DISCORD_GATEWAY_URL)",
+            platform=_PLATFORM,
+            code="start",
         ) from failure
 
     async def stop(self) -> None:
