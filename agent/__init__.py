@@ -1,9 +1,21 @@
-"""The LangGraph agent: model, tools, clarification, loop detection, reply extraction."""
+"""The LangGraph agent: backends, model, tools (built-in and MCP), clarification, loop detection,
+reply extraction."""
 
+from agent.backends import (
+    AgentBackend,
+    AgentSpec,
+    BuiltinAgent,
+    LocalGraphRunner,
+    RemoteGraphRunner,
+    build_agent_backend,
+    parse_agent_spec,
+)
 from agent.clarification import format_question, question_from_interrupt
 from agent.demo import DemoChatModel
 from agent.graph import AgentRuntime
 from agent.loop_detection import LoopDetectionMiddleware, LoopDetector, LoopPolicy
+from agent.mcp import McpConfigFile, McpServerStatus, load_mcp_tools
+from agent.mcp_config import MASK, load_mcp_config, mask_config, merge_config, validate_config
 from agent.model import build_model
 from agent.reply import extract_reply
 from agent.result import ModelCall, Question, TurnContext, TurnResult, TurnUsage
@@ -17,27 +29,42 @@ from agent.tracing import (
 from agent.usage import ModelPrice, UsageMeter
 
 __all__ = [
+    "MASK",
+    "AgentBackend",
     "AgentRuntime",
+    "AgentSpec",
+    "BuiltinAgent",
     "DemoChatModel",
+    "LocalGraphRunner",
     "LoopDetectionMiddleware",
     "LoopDetector",
     "LoopPolicy",
+    "McpConfigFile",
+    "McpServerStatus",
     "ModelCall",
     "ModelPrice",
     "Question",
+    "RemoteGraphRunner",
     "TracingConfig",
     "TurnContext",
     "TurnResult",
     "TurnUsage",
     "UsageMeter",
     "ask_clarification",
+    "build_agent_backend",
     "build_model",
     "builtin_tools",
     "current_time",
     "extract_reply",
     "format_question",
+    "load_mcp_config",
+    "load_mcp_tools",
+    "mask_config",
+    "merge_config",
+    "parse_agent_spec",
     "question_from_interrupt",
     "run_metadata",
     "spans_inline_when_untraced",
     "tracing_from_env",
+    "validate_config",
 ]

@@ -18,9 +18,13 @@ import redis.asyncio as redis
 import structlog
 
 from agent import (
-    AgentRuntime,
+    AgentBackend,
+    BuiltinAgent,
+    McpConfigFile,
     ModelPrice,
+    build_agent_backend,
     build_model,
+    parse_agent_spec,
     spans_inline_when_untraced,
     tracing_from_env,
 )
@@ -45,6 +49,7 @@ from storage import (
     PendingWarnings,
     RateLimiter,
     RedisCheckpointSaver,
+    RemoteThreads,
     ThreadLocks,
     ThreadMap,
     ThreadQueue,
@@ -72,13 +77,14 @@ class Core:
     settings: Settings
     redis: redis.Redis
     keys: Keys
-    runtime: AgentRuntime
+    runtime: AgentBackend
     manager: Manager
     accounts: Accounts
     links: Links
     adapters: list[Adapter] = field(default_factory=list)
     http_port: int | None = None
     usage: UsageDesk | None = None
+    mcp_file: McpConfigFile | None = None  # SWITCHBOARD_MCP_CONFIG, edited by the admin API
 
 
 def _secret(value: Any) -> str | None:
@@ -104,23 +110,27 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         prefix=settings.redis_prefix,
         ttl_s=settings.checkpoint_ttl_days * 24 * 3600 if settings.checkpoint_ttl_days else None,
     )
-    model = build_model(
-        settings.model,
-        openai_base_url=settings.openai_base_url,
-        openai_api_key=_secret(settings.openai_api_key),
-        anthropic_api_key=_secret(settings.anthropic_api_key),
-    )
     tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
     spans_inline_when_untraced(tracing)
-    runtime = AgentRuntime(
-        model=model,
+    mcp_file = McpConfigFile(settings.mcp_config) if settings.mcp_config else None
+    runtime = await build_agent_backend(
+        parse_agent_spec(settings.agent),
+        model=lambda: build_model(
+            settings.model,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=_secret(settings.openai_api_key),
+            anthropic_api_key=_secret(settings.anthropic_api_key),
+        ),
         checkpointer=checkpointer,
         warnings=PendingWarnings(client, keys=keys),
+        remote_threads=RemoteThreads(client, keys=keys, ttl_s=ttl_s),
         system_prompt=settings.system_prompt,
+        assistant=settings.agent_assistant,
         recursion_limit=settings.recursion_limit,
         tracing=tracing,
         clear_stale_warnings=False,  # ThreadQueue drops them with the thread lock
         price=_price(settings),
+        mcp_config=mcp_file.read() if mcp_file is not None else None,
     )
     usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)
@@ -141,12 +151,15 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         ),
         usage=usage,
     )
-    core = Core(settings, client, keys, runtime, manager, accounts, links, usage=usage)
+    core = Core(
+        settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
+    )
     await manager.start()
     try:
         yield core
     finally:
         await manager.aclose()
+        await runtime.aclose()
 
 
 def _price(settings: Settings) -> ModelPrice | None:
@@ -296,6 +309,8 @@ async def _start_http(
         ready=ready,
         usage=core.usage,
         webhooks=_webhooks(core.adapters),
+        mcp_file=core.mcp_file,
+        mcp_agent=core.runtime if isinstance(core.runtime, BuiltinAgent) else None,
     )
     config = uvicorn.Config(
         app,

@@ -37,8 +37,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import channels.metrics  # noqa: F401 - /metrics must list ours even before any traffic
+from agent import McpConfigFile
 from channels.usage import UsageDesk
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
+from service.mcp_api import McpReloader, add_mcp_admin
 from service.settings import Settings
 from service.usage_api import add_usage_admin
 from storage import (
@@ -271,6 +273,8 @@ def build_http_app(
     ready: Callable[[], Awaitable[bool]],
     webhooks: Mapping[str, Webhook] | None = None,
     usage: UsageDesk | None = None,
+    mcp_file: McpConfigFile | None = None,
+    mcp_agent: McpReloader | None = None,
 ) -> FastAPI:
     # The API description is for operators: off unless an admin key says one is running this.
     documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
@@ -369,6 +373,13 @@ def build_http_app(
             admin=_admin_guard(settings),
             responses={code: {"model": ErrorBody} for code in admin_codes},
         )
+    add_mcp_admin(
+        app,
+        file=mcp_file,
+        agent=mcp_agent,
+        admin=_admin_guard(settings),
+        responses={code: {"model": ErrorBody} for code in (401, 409, 422, 503)},
+    )
     _add_ops(app, settings=settings, ready=ready)
     for path, handler in (webhooks or {}).items():
         _add_webhook(app, path, handler)

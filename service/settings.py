@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     anthropic_api_key: SecretStr | None = Field(None, validation_alias=_env("ANTHROPIC_API_KEY"))
     env_name: str = Field("dev", validation_alias=_env("SWITCHBOARD_ENV"))
+    agent: str = Field("builtin", validation_alias=_env("SWITCHBOARD_AGENT"))
+    agent_assistant: str = Field(
+        "agent", min_length=1, validation_alias=_env("SWITCHBOARD_AGENT_ASSISTANT")
+    )
+    mcp_config: Path | None = Field(None, validation_alias=_env("SWITCHBOARD_MCP_CONFIG"))
 
     http_host: str = Field("127.0.0.1", validation_alias=_env("SWITCHBOARD_HTTP_HOST"))
     http_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SWITCHBOARD_HTTP_PORT"))
@@ -141,6 +146,19 @@ class Settings(BaseSettings):
     def _model_spec(cls, value: str) -> str:
         if value != "demo" and ":" not in value:
             raise ValueError("must be 'demo' or 'provider:model', e.g. openai:gpt-4o-mini")
+        return value
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_spec(cls, value: str) -> str:
+        """The shape only, so settings stay cheap to import (the CLI never loads `agent`);
+        `agent.parse_agent_spec` checks the rest when the service builds the backend."""
+        value = value.strip() or "builtin"
+        if not _AGENT.match(value):
+            raise ValueError(
+                "expected 'builtin', 'python:pkg.module:attr' or an http(s):// URL of a "
+                "LangGraph server"
+            )
         return value
 
     @field_validator("model_price")
@@ -234,6 +252,9 @@ def mask_url(url: str) -> str:
         return "***"
 
 
+_AGENT = re.compile(
+    r"^(builtin|python:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*|https?://[^\s/]+\S*)$", re.I
+)
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 

@@ -36,6 +36,7 @@ from storage.notices import NOTICE_TTL_S, NoticeLimiter
 from storage.orphans import Orphans
 from storage.questions import PendingQuestion, PendingQuestions
 from storage.ratelimit import RateDecision, RateLimiter
+from storage.remote_threads import RemoteThreads
 from storage.thread_map import THREAD_TTL_S, ThreadMap
 from storage.thread_queue import QUEUE_CAP, QueuedItem, Slot, SlotState, ThreadQueue
 from storage.usage import (
@@ -90,6 +91,7 @@ __all__ = [
     "RateDecision",
     "RateLimiter",
     "RedisCheckpointSaver",
+    "RemoteThreads",
     "Slot",
     "SlotState",
     "ThreadLocks",

@@ -20,6 +20,7 @@ slot and a Lua script may touch several of them at once.
 | `sb:{<thread_id>}:warnruns`                  | set    | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
+| `sb:{<thread_id>}:remote`                    | string | 30 d sliding (thread TTL)  | remote_threads.py |
 | `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
 | `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
@@ -104,6 +105,10 @@ class Keys:
 
     def question(self, thread_id: str) -> str:
         return self.thread(thread_id, "question")
+
+    def remote_thread(self, thread_id: str) -> str:
+        """The LangGraph server thread id behind one of our threads (remote agent backend)."""
+        return self.thread(thread_id, "remote")
 
     def rate(self, platform: str, sender_id: str) -> str:
         return f"{self.prefix}rate:{platform}:{sender_id}"

@@ -1,0 +1,61 @@
+"""Switchboard thread id → thread id on a remote LangGraph server (`SWITCHBOARD_AGENT=http…`).
+
+A LangGraph server owns its thread ids, and its threads outlive any one Switchboard process, so
+the mapping lives in Redis: every worker continues the same server thread after a restart. The
+value is the server's thread id (a UUID string). The TTL slides with use like the conversation
+mapping (`thread_map.py`), so a remembered conversation never loses its server thread first.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from storage.thread_map import THREAD_TTL_S
+from switchboard.errors import StorageError
+
+__all__ = ["RemoteThreads"]
+
+# Keep the stored id if there is one (refreshing its TTL), else store the proposed one; one script,
+# so two workers that both created a server thread agree on the first one stored.
+_CLAIM = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return ARGV[1]
+"""
+
+
+class RemoteThreads:
+    """`get` / `claim` of the server thread behind one Switchboard thread."""
+
+    def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = THREAD_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self._ttl = ttl_s
+        self._claim = client.register_script(_CLAIM)
+
+    async def get(self, thread_id: str) -> str | None:
+        """The server thread id, refreshing the mapping's TTL; None when there is none yet."""
+        key = self._keys.remote_thread(thread_id)
+        try:
+            raw = await self._r.getex(key, ex=self._ttl)
+        except RedisError as exc:
+            raise StorageError(f"remote thread read failed: {exc.__class__.__name__}") from None
+        if raw is None:
+            return None
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    async def claim(self, thread_id: str, server_thread_id: str) -> str:
+        """Store `server_thread_id` unless one is stored already; returns the one that holds."""
+        try:
+            raw = await self._claim(
+                keys=[self._keys.remote_thread(thread_id)], args=[server_thread_id, self._ttl]
+            )
+        except RedisError as exc:
+            raise StorageError(f"remote thread claim failed: {exc.__class__.__name__}") from None
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
