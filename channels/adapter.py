@@ -27,6 +27,7 @@ __all__ = [
     "Capabilities",
     "Chunk",
     "Deliver",
+    "ExclusiveReceiver",
     "Markup",
     "QuestionPrompt",
     "ReportsHealth",
@@ -94,8 +95,9 @@ class Adapter(Protocol):
     platform: Platform
     capabilities: Capabilities
 
-    async def start(self) -> None:
-        """Connect (gateway, socket, polling) and begin delivering messages."""
+    async def start(self, *, receive: bool = True) -> None:
+        """Get ready to send and, with `receive`, connect (gateway, socket, polling, webhook
+        registration) and begin delivering messages. `receive=False` is a worker's adapter."""
 
     async def stop(self) -> None:
         """Stop receiving and close connections; idempotent."""
@@ -126,6 +128,24 @@ class Adapter(Protocol):
 
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
         """Whether the sender administers the workspace (for `/link`)."""
+
+
+@runtime_checkable
+class ExclusiveReceiver(Protocol):
+    """An adapter whose inbound connection must have one owner in the fleet: Telegram long
+    polling (a second poller gets 409 Conflict) and the Discord gateway. Started with
+    `start(receive=False)` it only sends; the service opens the connection with
+    `start_receiving` while this process holds the connection's lease."""
+
+    @property
+    def connection_name(self) -> str:
+        """The lease name, unique per bot (e.g. `telegram:polling:<bot id>`)."""
+
+    async def start_receiving(self) -> None:
+        """Open the inbound connection; raises if it cannot be opened."""
+
+    async def stop_receiving(self) -> None:
+        """Close the inbound connection, keep sending; idempotent."""
 
 
 @runtime_checkable

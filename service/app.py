@@ -36,6 +36,8 @@ from channels import (
     ManagerStores,
     ReportsHealth,
 )
+from channels.adapter import ExclusiveReceiver
+from channels.ownership import ConnectionOwner
 from channels.usage import Budget, UsageDesk
 from service.settings import Settings
 from storage import (
@@ -43,6 +45,7 @@ from storage import (
     Dedupe,
     Inbox,
     Keys,
+    Leases,
     Links,
     Orphans,
     PendingQuestions,
@@ -85,6 +88,14 @@ class Core:
     http_port: int | None = None
     usage: UsageDesk | None = None
     mcp_file: McpConfigFile | None = None  # SWITCHBOARD_MCP_CONFIG, edited by the admin API
+    owners: list[ConnectionOwner] = field(default_factory=list)
+
+    def status(self) -> dict[str, object]:
+        """For `/readyz`: this process's role and the exclusive connections it holds."""
+        return {
+            "role": self.settings.role,
+            "leases": sorted(o.name for o in self.owners if o.owner),
+        }
 
 
 def _secret(value: Any) -> str | None:
@@ -154,7 +165,8 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
     core = Core(
         settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
     )
-    await manager.start()
+    if settings.role != "ingress":
+        await manager.start()
     try:
         yield core
     finally:
@@ -245,6 +257,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 settings.redis_url,
                 settings.data_dir,
                 max_connections=settings.redis_max_connections,
+                cluster=settings.redis_cluster,
             )
         )
         core = await stack.enter_async_context(build_core(settings, client))
@@ -270,11 +283,19 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 _log.warning("ready.channels_down", channels=down)
             return len(started) == len(core.adapters) and not down
 
+        receive = settings.role != "worker"
+        leases = Leases(client, keys=core.keys, ttl_s=settings.lock_ttl_s)
         for adapter in core.adapters:
-            await adapter.start()
+            exclusive = isinstance(adapter, ExclusiveReceiver) and adapter.connection_name
+            await adapter.start(receive=receive and not exclusive)
             stack.push_async_callback(adapter.stop)
+            if receive and exclusive:
+                owner = ConnectionOwner(adapter, leases)  # type: ignore[arg-type]
+                await owner.start()
+                stack.push_async_callback(owner.stop)
+                core.owners.append(owner)
             started.append(adapter)
-            _log.info("channel.started", platform=str(adapter.platform))
+            _log.info("channel.started", platform=str(adapter.platform), receive=receive)
 
         async def drain() -> None:
             """Stop taking inbox entries and let turns in hand finish and reply while the
@@ -290,6 +311,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             http=f"{settings.http_host}:{settings.http_port}",
             channels=[str(a.platform) for a in core.adapters],
             model=settings.model,
+            role=settings.role,
         )
         yield core
 
@@ -307,6 +329,7 @@ async def _start_http(
         accounts=core.accounts,
         links=core.links,
         ready=ready,
+        status=core.status,
         usage=core.usage,
         webhooks=_webhooks(core.adapters),
         mcp_file=core.mcp_file,

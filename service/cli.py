@@ -24,6 +24,8 @@ __all__ = ["main"]
 
 _log = structlog.get_logger(__name__)
 
+CONSOLE_TURN_TIMEOUT_S = 900.0  # longer than any turn (the manager times turns out at 600 s)
+
 
 def _secrets(settings: Settings) -> list[str]:
     values = [
@@ -48,11 +50,19 @@ async def _serve(settings: Settings) -> None:
 
 
 async def _console(settings: Settings) -> None:
+    from channels import InboundMessage
     from channels.console import ConsoleAdapter
     from service.app import running_service
 
     async with running_service(settings, http=False) as core:
-        console = ConsoleAdapter(deliver=core.manager.handle)
+        manager = core.manager
+
+        async def deliver_and_answer(msg: InboundMessage) -> None:
+            """A terminal is a conversation in turns: the prompt returns with the answer."""
+            await manager.deliver(msg)
+            await manager.idle(timeout=CONSOLE_TURN_TIMEOUT_S)
+
+        console = ConsoleAdapter(deliver=deliver_and_answer)
         core.manager.register(console)
         console.use_data_dir(settings.data_dir)
         await console.start()
@@ -77,7 +87,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"switchboard {__version__}")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("serve", help="serve the configured platforms and the HTTP API")
+    serve = sub.add_parser("serve", help="serve the configured platforms and the HTTP API")
+    serve.add_argument(
+        "--role",
+        choices=("all", "ingress", "worker"),
+        help="ingress: receive and queue; worker: answer from the inbox; all: both "
+        "(default: SWITCHBOARD_ROLE, else all)",
+    )
     sub.add_parser("console", help="chat with the agent in this terminal")
     with contextlib.suppress(ImportError):
         from service.cli_admin import add_admin_commands
@@ -113,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(_console, settings)
     configure_logging(level=settings.log_level, fmt=settings.log_format, secrets=_secrets(settings))
     if command == "serve":
+        if getattr(args, "role", None):
+            settings = settings.model_copy(update={"role": args.role})
         return _run(_serve, settings)
     func = getattr(args, "func", None)
     if func is None:

@@ -275,6 +275,7 @@ def build_http_app(
     usage: UsageDesk | None = None,
     mcp_file: McpConfigFile | None = None,
     mcp_agent: McpReloader | None = None,
+    status: Callable[[], dict[str, object]] | None = None,
 ) -> FastAPI:
     # The API description is for operators: off unless an admin key says one is running this.
     documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
@@ -380,7 +381,7 @@ def build_http_app(
         admin=_admin_guard(settings),
         responses={code: {"model": ErrorBody} for code in (401, 409, 422, 503)},
     )
-    _add_ops(app, settings=settings, ready=ready)
+    _add_ops(app, settings=settings, ready=ready, status=status)
     for path, handler in (webhooks or {}).items():
         _add_webhook(app, path, handler)
     return app
@@ -465,7 +466,13 @@ def _add_link_page(app: FastAPI, *, accounts: Accounts, links: Links) -> None:
         )
 
 
-def _add_ops(app: FastAPI, *, settings: Settings, ready: Callable[[], Awaitable[bool]]) -> None:
+def _add_ops(
+    app: FastAPI,
+    *,
+    settings: Settings,
+    ready: Callable[[], Awaitable[bool]],
+    status: Callable[[], dict[str, object]] | None = None,
+) -> None:
     admin_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <admin key>")
 
     @app.get("/healthz", tags=["ops"])
@@ -483,7 +490,7 @@ def _add_ops(app: FastAPI, *, settings: Settings, ready: Callable[[], Awaitable[
             ok = False
         if not ok:
             return _error(503, "not ready")
-        return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "ready", **(status() if status else {})})
 
     @app.get("/metrics", tags=["ops"], response_class=Response)
     async def metrics() -> Response:

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, validation_alias=_env("REDIS_URL"))
     data_dir: Path = Field(Path("./data"), validation_alias=_env("SWITCHBOARD_DATA_DIR"))
     redis_prefix: str = Field("sb:", validation_alias=_env("SWITCHBOARD_REDIS_PREFIX"))
+    redis_cluster: bool = Field(False, validation_alias=_env("SWITCHBOARD_REDIS_CLUSTER"))
+    """REDIS_URL is one node of a Redis/Valkey Cluster (the client discovers the rest)."""
 
     model: str = Field("demo", validation_alias=_env("SWITCHBOARD_MODEL"))
     system_prompt: str = Field(
@@ -77,6 +79,10 @@ class Settings(BaseSettings):
     redis_max_connections: int = Field(
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
     )
+    role: Literal["all", "ingress", "worker"] = Field(
+        "all", validation_alias=_env("SWITCHBOARD_ROLE")
+    )
+    """`ingress`: adapters + HTTP, append to the inbox; `worker`: answer from the inbox."""
     lock_ttl_s: float = Field(30.0, ge=0.5, le=600, validation_alias=_env("SWITCHBOARD_LOCK_TTL_S"))
     """How soon a dead worker's thread lock and inbox entries pass to another worker."""
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
@@ -178,7 +184,7 @@ class Settings(BaseSettings):
     def _channels_complete(self) -> Settings:
         """A half-configured channel stops start-up naming what is missing; otherwise it would
         silently not start (and a webhook without its secret would fail only seconds later)."""
-        problem = _channel_problem(self) or _retention_problem(self)
+        problem = _channel_problem(self) or _retention_problem(self) or _store_problem(self)
         if problem:
             raise ValueError(problem)
         return self
@@ -269,6 +275,16 @@ def _retention_problem(s: Settings) -> str | None:
         return (
             f"SWITCHBOARD_CHECKPOINT_TTL_DAYS ({s.checkpoint_ttl_days}) must be 0 (keep) or at "
             f"least SWITCHBOARD_THREAD_TTL_DAYS ({s.thread_ttl_days})"
+        )
+    return None
+
+
+def _store_problem(s: Settings) -> str | None:
+    """The embedded store is one node; a cluster is always an external one."""
+    if s.redis_cluster and not s.redis_url:
+        return (
+            "SWITCHBOARD_REDIS_CLUSTER=true needs REDIS_URL (one node of the cluster); "
+            "the embedded store is a single node"
         )
     return None
 

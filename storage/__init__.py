@@ -13,6 +13,7 @@ from storage.connection import DEFAULT_MAX_CONNECTIONS, EmbeddedValkey, connect,
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
 from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
+from storage.leases import LEASE_TTL_S, Leases
 from storage.links import (
     TOKEN_TTL_S,
     AlreadyLinked,
@@ -54,6 +55,7 @@ __all__ = [
     "DEDUPE_TTL_S",
     "DEFAULT_MAX_CONNECTIONS",
     "INBOX_MAX_LEN",
+    "LEASE_TTL_S",
     "LOCK_TTL_S",
     "NOTICE_TTL_S",
     "QUEUE_CAP",
@@ -74,6 +76,7 @@ __all__ = [
     "InboxFull",
     "InvalidAccountName",
     "Keys",
+    "Leases",
     "Link",
     "LinkError",
     "LinkKind",

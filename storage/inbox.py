@@ -23,7 +23,7 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from storage.keys import Keys
-from storage.metrics import INBOX_RECLAIMED
+from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from switchboard.errors import StorageError
 
 __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "consumer_name"]
@@ -177,6 +177,17 @@ class Inbox:
             await self._finish(keys=[self.key], args=[GROUP, *ids])
         except RedisError as exc:
             raise StorageError(f"inbox finish failed: {exc.__class__.__name__}") from None
+
+    async def observe(self) -> None:
+        """Refresh the pending and lag gauges from XINFO GROUPS (the group's own counters)."""
+        try:
+            groups = await self._r.xinfo_groups(self.key)
+        except RedisError as exc:
+            raise StorageError(f"inbox info failed: {exc.__class__.__name__}") from None
+        for group in groups:
+            if _text(group.get("name", b"")) == GROUP:
+                INBOX_PENDING.set(int(group.get("pending") or 0))
+                INBOX_LAG.set(int(group.get("lag") or 0))
 
     async def backlog(self) -> int:
         """Unfinished entries (read or not)."""

@@ -1,13 +1,29 @@
 """The one place that formats Redis keys. Every key starts with the configurable prefix (`sb:`).
 
-Keys owned by one agent thread carry the hash tag `{<thread_id>}` so they land in one Redis Cluster
-slot and a Lua script may touch several of them at once.
+Redis Cluster (`SWITCHBOARD_REDIS_CLUSTER=true`) runs a Lua script or a MULTI only when all its
+keys hash to one slot, so every key group that one script or transaction touches shares a hash
+tag (the part in `{}`), and keys outside a group are only ever touched one at a time:
+
+- `{<thread_id>}`: everything of one agent thread (lock, queue, checkpoints, warnings, question).
+  Scripts also delete `…:warn:<run_id>` keys they name from a prefix argument; those carry the
+  thread's tag, so they are in the declared keys' slot (cluster nodes refuse any other key).
+- `{<platform>:<chat>}`: the dedupe ids of one message; `{<platform>:<user>}`: one user's usage;
+  `{<platform>:<sender>}`: one sender's rate window and its notice mark.
+- `{access}`: all accounts, API keys, link tokens and links. Creating a link checks the token,
+  the target and the account's index in one script, so they must share a slot; this is
+  low-volume data (one EXISTS per message for the link gate), and one slot holds it easily.
+- `sb:inbox` is one stream, so one slot and one node carries the inbox (append, read, finish).
+  That is a few commands per message, far below one node's capacity for the fleets this serves;
+  sharding the inbox into N tagged streams is the follow-up if it ever becomes the hot node.
+- `sb:orphans`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+  `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
+  cluster client splits by slot).
 
 | key                                          | type   | TTL                        | owner            |
 |----------------------------------------------|--------|----------------------------|------------------|
 | `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
 | `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
-| `sb:dedupe:<platform>:<provider_id>`         | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
+| `sb:lease:<name>`                            | string | 30 s, renewed by the owner | leases.py        |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
@@ -22,8 +38,8 @@ slot and a Lua script may touch several of them at once.
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
 | `sb:{<thread_id>}:remote`                    | string | 30 d sliding (thread TTL)  | remote_threads.py |
 | `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
-| `sb:rate:<platform>:<sender_id>`             | zset   | rate window                | ratelimit.py     |
-| `sb:rate:notice:<platform>:<sender_id>`      | string | rate window                | ratelimit.py     |
+| `sb:rate:{<platform>:<sender_id>}`           | zset   | rate window                | ratelimit.py     |
+| `sb:rate:notice:{<platform>:<sender_id>}`    | string | rate window                | ratelimit.py     |
 | `sb:{<thread_id>}:cp:idx`                    | zset   | optional whole-thread TTL  | checkpoint.py    |
 | `sb:{<thread_id>}:cp:chk`                    | hash   | optional whole-thread TTL  | checkpoint.py    |
 | `sb:{<thread_id>}:cp:blob`                   | hash   | optional whole-thread TTL  | checkpoint.py    |
@@ -31,16 +47,16 @@ slot and a Lua script may touch several of them at once.
 | `sb:{<thread_id>}:cp:widx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
 | `sb:{<thread_id>}:cp:ridx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
 | `sb:cprun:<run_id>`                          | set    | thread TTL, from its run   | checkpoint.py    |
-| `sb:account:<name>`                          | hash   | none                       | accounts.py      |
-| `sb:accounts`                                | zset   | none (score = created at)  | accounts.py      |
-| `sb:apikey:<sha256 of key>`                  | string | none (deleted on revoke)   | accounts.py      |
-| `sb:linktoken:<token>`                       | hash   | 24 h (TOKEN_RECORD_TTL_S)  | links.py         |
-| `sb:linkpending:<kind>:<platform>:<target>`  | string | token life + 1 min         | links.py         |
-| `sb:linkrate:<scope>:<platform>:<id>`        | string | rate window                | links.py         |
-| `sb:link:<link_id>`                          | hash   | none                       | links.py         |
-| `sb:linked:<kind>:<platform>:<target>`       | hash   | none                       | links.py         |
-| `sb:acctlinks:<account>`                     | set    | none                       | links.py         |
-| `sb:links`                                   | set    | none                       | links.py         |
+| `sb:{access}:account:<name>`                 | hash   | none                       | accounts.py      |
+| `sb:{access}:accounts`                       | zset   | none (score = created at)  | accounts.py      |
+| `sb:{access}:apikey:<sha256 of key>`         | string | none (deleted on revoke)   | accounts.py      |
+| `sb:{access}:linktoken:<token>`              | hash   | 24 h (TOKEN_RECORD_TTL_S)  | links.py         |
+| `sb:{access}:linkpending:<kind>:<platform>:<target>` | string | token life + 1 min | links.py         |
+| `sb:{access}:linkrate:<scope>:<platform>:<id>` | string | rate window              | links.py         |
+| `sb:{access}:link:<link_id>`                 | hash   | none                       | links.py         |
+| `sb:{access}:linked:<kind>:<platform>:<target>` | hash | none                      | links.py         |
+| `sb:{access}:acctlinks:<account>`            | set    | none                       | links.py         |
+| `sb:{access}:links`                          | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
 | `sb:usage:{<platform>:<user>}:day:<date>`     | string | until next 00:00 UTC       | usage.py         |
 | `sb:usage:{<platform>:<user>}:week:<iso week>`| string | until next Monday 00:00 UTC | usage.py        |
@@ -63,10 +79,12 @@ class Keys:
     prefix: str = "sb:"
 
     def dedupe(self, platform: str, provider_id: str, scope: str = "") -> str:
-        """With a scope (the chat), every id of one message shares a slot: claimed in one script."""
-        if scope:
-            return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
-        return f"{self.prefix}dedupe:{platform}:{provider_id}"
+        """The scope (the chat) is the hash tag: every id of one message shares a slot, so one
+        script claims them all (an empty scope still gives one tag per platform)."""
+        return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
+
+    def lease(self, name: str) -> str:
+        return f"{self.prefix}lease:{name}"
 
     def inbox(self) -> str:
         return f"{self.prefix}inbox"
@@ -111,10 +129,11 @@ class Keys:
         return self.thread(thread_id, "remote")
 
     def rate(self, platform: str, sender_id: str) -> str:
-        return f"{self.prefix}rate:{platform}:{sender_id}"
+        """Tagged by sender: one script slides the window and sets the notice mark."""
+        return f"{self.prefix}rate:{{{platform}:{sender_id}}}"
 
     def rate_notice(self, platform: str, sender_id: str) -> str:
-        return f"{self.prefix}rate:notice:{platform}:{sender_id}"
+        return f"{self.prefix}rate:notice:{{{platform}:{sender_id}}}"
 
     def checkpoint(self, thread_id: str, suffix: str) -> str:
         return self.thread(thread_id, f"cp:{suffix}")
@@ -123,35 +142,40 @@ class Keys:
         """Thread ids holding checkpoints of one run (delete_for_runs has no thread id)."""
         return f"{self.prefix}cprun:{run_id}"
 
+    def access(self, suffix: str) -> str:
+        """An account, API key, link token or link: all in the `{access}` slot, because creating
+        and removing links checks and writes several of them in one script."""
+        return f"{self.prefix}{{access}}:{suffix}"
+
     def account(self, name: str) -> str:
-        return f"{self.prefix}account:{name}"
+        return self.access(f"account:{name}")
 
     def accounts(self) -> str:
-        return f"{self.prefix}accounts"
+        return self.access("accounts")
 
     def api_key(self, digest: str) -> str:
-        return f"{self.prefix}apikey:{digest}"
+        return self.access(f"apikey:{digest}")
 
     def link_token(self, token: str) -> str:
-        return f"{self.prefix}linktoken:{token}"
+        return self.access(f"linktoken:{token}")
 
     def link_pending(self, kind: str, platform: str, target_id: str) -> str:
-        return f"{self.prefix}linkpending:{kind}:{platform}:{target_id}"
+        return self.access(f"linkpending:{kind}:{platform}:{target_id}")
 
     def link_rate(self, scope: str, platform: str, scope_id: str) -> str:
-        return f"{self.prefix}linkrate:{scope}:{platform}:{scope_id}"
+        return self.access(f"linkrate:{scope}:{platform}:{scope_id}")
 
     def link(self, link_id: str) -> str:
-        return f"{self.prefix}link:{link_id}"
+        return self.access(f"link:{link_id}")
 
     def linked(self, kind: str, platform: str, target_id: str) -> str:
-        return f"{self.prefix}linked:{kind}:{platform}:{target_id}"
+        return self.access(f"linked:{kind}:{platform}:{target_id}")
 
     def account_links(self, account: str) -> str:
-        return f"{self.prefix}acctlinks:{account}"
+        return self.access(f"acctlinks:{account}")
 
     def links_index(self) -> str:
-        return f"{self.prefix}links"
+        return self.access("links")
 
     def notice(self, platform: str, chat_id: str) -> str:
         return f"{self.prefix}notice:{platform}:{chat_id}"

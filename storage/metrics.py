@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
-__all__ = ["INBOX_RECLAIMED", "POOL_WAIT"]
+__all__ = ["INBOX_LAG", "INBOX_PENDING", "INBOX_RECLAIMED", "POOL_WAIT"]
 
 POOL_WAIT = Histogram(
     "switchboard_redis_pool_wait_seconds",
@@ -14,3 +14,7 @@ POOL_WAIT = Histogram(
 INBOX_RECLAIMED = Counter(
     "switchboard_inbox_reclaimed_total", "Inbox entries taken over from a consumer that stopped"
 )
+INBOX_PENDING = Gauge(
+    "switchboard_inbox_pending", "Inbox entries handed to a worker and not yet finished"
+)
+INBOX_LAG = Gauge("switchboard_inbox_lag", "Inbox entries no worker has read yet")

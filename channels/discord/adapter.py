@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -123,6 +124,7 @@ class DiscordAdapter:
         self._deliver = deliver
         self._start_timeout = start_timeout
         self._ready = asyncio.Event()
+        self._logged_in = False  # HTTP only: a worker's (or a standby's) adapter
         self._webhooks = RoutedWebhooks(api_base)
         self._client = SwitchboardClient(
             http=RoutedHTTP(api_base=api_base, gateway_url=gateway_url),
@@ -141,9 +143,43 @@ class DiscordAdapter:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    @property
+    def connection_name(self) -> str:
+        """One gateway session per bot in the fleet (the token's digest names it, never the
+        token). Splitting shards across processes is not done yet: one owner runs them all."""
+        return f"discord:gateway:{hashlib.sha256(self._token.encode()).hexdigest()[:16]}"
+
+    async def start(self, *, receive: bool = True) -> None:
+        if receive:
+            await self.start_receiving()
+            return
+        async with translated("login"):  # sending needs only the HTTP client
+            await self._client.login(self._token)
+        self._logged_in = True
+        _log.info("discord.started", receive=False)
+
+    async def stop_receiving(self) -> None:
+        """Close the gateway, keep sending (a fresh HTTP login after discord.py's close)."""
+        gateway, self._gateway = self._gateway, None
+        if gateway is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(10.0):
+                await self._client.close()
+        if not gateway.done():
+            gateway.cancel()
+            await asyncio.wait({gateway}, timeout=10.0)
+        self._ready.clear()
+        self._client.clear()
+        async with translated("login"):
+            await self._client.login(self._token)
+        self._logged_in = True
+        _log.info("discord.gateway_closed")
+
+    async def start_receiving(self) -> None:
         if self._gateway is not None:
             return
+
         self._gateway = asyncio.create_task(self._run_gateway(), name="discord.gateway")
         self._gateway.add_done_callback(self._gateway_ended)
         ready = asyncio.create_task(self._ready.wait())
@@ -188,6 +224,8 @@ class DiscordAdapter:
     def healthy(self) -> bool:
         """Connected to the gateway and READY (for `/readyz`): false while discord.py
         reconnects, and while the gateway is being restarted after a failure."""
+        if self._gateway is None and self._logged_in:
+            return True  # a send-only (worker or standby) adapter needs no gateway
         ws = self._client.ws
         return (
             self._gateway is not None
@@ -204,7 +242,11 @@ class DiscordAdapter:
         delay = _RESTART_MIN_S
         while True:
             try:
-                await self._client.start(self._token)
+                if self._logged_in:  # a send-only adapter already has its HTTP session
+                    self._logged_in = False
+                    await self._client.connect(reconnect=True)
+                else:
+                    await self._client.start(self._token)
                 return
             except (discord.LoginFailure, discord.PrivilegedIntentsRequired):
                 raise

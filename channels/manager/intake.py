@@ -172,6 +172,7 @@ class Intake:
                     await self._inbox.touch(sorted(self._inflight))
                 await self._reclaim()
                 await self._sweep_due()
+                await self._inbox.observe()
             except StorageError as exc:
                 _log.warning("inbox.housekeeping_failed", error=str(exc))
             except Exception as exc:  # never let housekeeping die: it is what recovers crashes

@@ -159,13 +159,13 @@ class SlackAdapter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, receive: bool = True) -> None:
         """Learn who we are (`auth.test`), then connect Socket Mode in a tracked task.
 
         The first Socket Mode URL is fetched here, so a refused app token fails start-up
         instead of leaving slack-sdk's connect loop retrying in the background forever."""
         me = await self._identity()
-        if self._app_token and self._socket is None:
+        if receive and self._app_token and self._socket is None:
             opened = await self._api(self._client.apps_connections_open(app_token=self._app_token))
             self._socket = AsyncSocketModeHandler(
                 self._app, app_token=self._app_token, web_client=self._client

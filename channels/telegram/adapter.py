@@ -157,38 +157,66 @@ class TelegramAdapter:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    @property
+    def connection_name(self) -> str | None:
+        """Long polling has one owner per bot (Telegram answers a second poller with 409);
+        webhooks scale behind any load balancer, so they need none."""
+        if self._mode == "webhook":
+            return None
+        return f"telegram:polling:{self._bot.id}"
+
+    async def start(self, *, receive: bool = True) -> None:
         self._redaction.install()
         with self._api.translated("start"):
             me = await self._api.call(GetMe())
             self._me = BotIdentity(id=me.id, username=me.username or "")
-            commands = [BotCommand(command=name, description=text) for name, text in BOT_COMMANDS]
-            await self._api.call(SetMyCommands(commands=commands))
-            if self._mode == "webhook":
-                await self._api.call(
-                    SetWebhook(
-                        url=self._webhook_url or "",
-                        secret_token=self._webhook_secret,
-                        allowed_updates=_ALLOWED_UPDATES,
+            if receive:
+                commands = [
+                    BotCommand(command=name, description=text) for name, text in BOT_COMMANDS
+                ]
+                await self._api.call(SetMyCommands(commands=commands))
+                if self._mode == "webhook":
+                    await self._api.call(
+                        SetWebhook(
+                            url=self._webhook_url or "",
+                            secret_token=self._webhook_secret,
+                            allowed_updates=_ALLOWED_UPDATES,
+                        )
                     )
-                )
-            else:
-                await self._api.call(DeleteWebhook(drop_pending_updates=False))
-                self._polling = asyncio.create_task(self._poll(), name="telegram:polling")
-                self._polling.add_done_callback(_polling_ended)
-        _log.info("telegram.started", mode=self._mode, bot_id=me.id, username=me.username)
+        if receive and self._mode == "polling":
+            await self.start_receiving()
+        _log.info(
+            "telegram.started", mode=self._mode, bot_id=me.id, username=me.username, receive=receive
+        )
+
+    async def start_receiving(self) -> None:
+        """Start long polling (this process owns the bot's getUpdates)."""
+        if self._mode == "webhook" or self._polling is not None:
+            return
+        with self._api.translated("deleteWebhook"):
+            await self._api.call(DeleteWebhook(drop_pending_updates=False))
+        self._polling = asyncio.create_task(self._poll(), name="telegram:polling")
+        self._polling.add_done_callback(_polling_ended)
+        _log.info("telegram.polling_started")
+
+    async def stop_receiving(self) -> None:
+        """Stop long polling; sending goes on. The update being handed over finishes first,
+        so its offset is confirmed only if it was taken."""
+        polling, self._polling = self._polling, None
+        if polling is None:
+            return
+        try:
+            await asyncio.wait_for(self._dispatcher.stop_polling(), _STOP_TIMEOUT_S)
+        except (RuntimeError, TimeoutError):
+            polling.cancel()  # polling had not started yet, or would not stop
+        await asyncio.wait({polling}, timeout=_STOP_TIMEOUT_S)
+        _log.info("telegram.polling_stopped")
 
     async def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        polling, self._polling = self._polling, None
-        if polling is not None:
-            try:
-                await asyncio.wait_for(self._dispatcher.stop_polling(), _STOP_TIMEOUT_S)
-            except (RuntimeError, TimeoutError):
-                polling.cancel()  # polling had not started yet, or would not stop
-            await asyncio.wait({polling}, timeout=_STOP_TIMEOUT_S)
+        await self.stop_receiving()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -1,0 +1,71 @@
+"""Leases: one owner across the fleet for a connection that must not be opened twice (Telegram
+long polling answers a second poller with 409 Conflict; a Discord gateway session per shard).
+
+`sb:lease:<name>` holds the owner's random token with a TTL (`ttl_s`, 30 s by default); the owner
+renews it well before it runs out. Acquire, renew and release are token-checked scripts and
+idempotent for the same token, so a resend after a lost reply changes nothing. An owner that dies
+stops renewing and a standby takes over once the TTL has passed.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from storage.locks import lock_ms
+from switchboard.errors import StorageError
+
+__all__ = ["LEASE_TTL_S", "Leases"]
+
+LEASE_TTL_S = 30.0
+
+_ACQUIRE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+class Leases:
+    def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: float = LEASE_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self.ttl_s = ttl_s
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    async def acquire(self, name: str, token: str) -> bool:
+        """Take the lease if it is free (or already ours); True when we hold it now."""
+        return await self._run("acquire", self._acquire, name, [token, lock_ms(self.ttl_s)])
+
+    async def renew(self, name: str, token: str) -> bool:
+        """Push the expiry out; False means the lease was lost (expired, maybe taken)."""
+        return await self._run("renew", self._renew, name, [token, lock_ms(self.ttl_s)])
+
+    async def release(self, name: str, token: str) -> None:
+        await self._run("release", self._release, name, [token])
+
+    async def holder(self, name: str) -> str | None:
+        try:
+            raw = await self._r.get(self._keys.lease(name))
+        except RedisError as exc:
+            raise StorageError(f"lease read failed: {exc.__class__.__name__}") from None
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    async def _run(self, what: str, script, name: str, args: list) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            return bool(await script(keys=[self._keys.lease(name)], args=args))
+        except RedisError as exc:
+            raise StorageError(f"lease {what} failed: {exc.__class__.__name__}") from None
