@@ -5,19 +5,26 @@ per minute in a group; going over earns 429s that stall the whole reply. Each ch
 window of reserved send times. A reservation is made synchronously (no await between reading and
 appending), so concurrent senders to one chat queue up in call order without a lock, and each then
 sleeps until its slot.
+
+Memory: the table holds only chats with a live window. It is kept in least-recently-used order;
+every `_SWEEP_EVERY` reservations the idle chats at its front (no slot in the last minute) are
+dropped, and it never holds more than `MAX_CHATS` chats (about 0.7 KB each, so at most ~7 MB):
+past that the least recently used chat's window is dropped, at worst letting that chat's next
+message go out early and meet one 429, which `BotCalls` waits out and retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-__all__ = ["ChatPacer", "Window"]
+__all__ = ["MAX_CHATS", "ChatPacer", "Window"]
 
-_SWEEP_EVERY = 256  # reservations between sweeps of idle chats, so the table cannot grow forever
+MAX_CHATS = 10_000  # chats whose send windows are kept (least recently used dropped past it)
+_SWEEP_EVERY = 256  # reservations between sweeps of idle chats
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,19 +47,31 @@ class ChatPacer:
         group: Window = GROUP,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        max_chats: int = MAX_CHATS,
     ) -> None:
         self._private = private
         self._group = group
         self._clock = clock
         self._sleep = sleep
-        self._slots: dict[str, deque[float]] = {}
+        self._max_chats = max_chats
+        self._slots: OrderedDict[str, deque[float]] = OrderedDict()  # least recently used first
         self._reservations = 0
+
+    def __len__(self) -> int:
+        """Chats whose send windows are held (at most `max_chats`)."""
+        return len(self._slots)
 
     def reserve(self, chat_id: str) -> float:
         """Book the chat's next send slot; returns how long to wait before sending."""
         window = self._window(chat_id)
         now = self._clock()
-        slots = self._slots.setdefault(chat_id, deque())
+        slots = self._slots.get(chat_id)
+        if slots is None:
+            slots = self._slots[chat_id] = deque()
+            if len(self._slots) > self._max_chats:
+                self._slots.popitem(last=False)
+        else:
+            self._slots.move_to_end(chat_id)
         while slots and slots[0] <= now - window.seconds:
             slots.popleft()
         at = now if len(slots) < window.limit else max(now, slots[-window.limit] + window.seconds)
@@ -73,9 +92,11 @@ class ChatPacer:
         return self._private if not chat_id.startswith("-") else self._group
 
     def _sweep(self, now: float) -> None:
+        """Drop idle chats from the least recently used end, up to the first live one: the cost
+        is the number dropped, not the table's size."""
         horizon = max(self._private.seconds, self._group.seconds)
-        idle = [
-            chat for chat, slots in self._slots.items() if not slots or slots[-1] <= now - horizon
-        ]
-        for chat in idle:
+        while self._slots:
+            chat, slots = next(iter(self._slots.items()))
+            if slots and slots[-1] > now - horizon:
+                return
             del self._slots[chat]
