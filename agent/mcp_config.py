@@ -214,6 +214,14 @@ def _merge(stored: Any, incoming: Any, *, path: str) -> Any:
         if stored is None or stored == MASK:
             raise ConfigError(f"{path or 'value'}: '***' sent back but no value is stored there")
         return stored
+    if (
+        isinstance(incoming, str)
+        and isinstance(stored, str)
+        and MASK in incoming
+        and "://" in stored
+        and incoming == _mask_url(stored)
+    ):
+        return stored  # a URL whose credentials came back masked
     if isinstance(incoming, Mapping):
         base: dict[str, Any] = dict(stored) if isinstance(stored, Mapping) else {}
         for key, value in incoming.items():

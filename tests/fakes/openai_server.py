@@ -13,6 +13,8 @@ Its script, on the last message:
 - a user message containing "time" while `current_time` is offered -> calls `current_time` ({})
 - a user message starting with "choose" while `ask_clarification` is offered -> calls it with
   options alpha/beta/gamma
+- a user message `use <tool> <json args>` while <tool> is offered -> calls it with those args
+  (how tests make the model call an MCP tool)
 - anything else -> "You said: <text>"
 """
 
@@ -168,6 +170,10 @@ class FakeOpenAI:
         )
         if "time" in said.lower() and "current_time" in offered:
             return "", [self._call("current_time", {})]
+        if said.startswith("use "):
+            name, _, raw_args = said[4:].strip().partition(" ")
+            if name in offered:
+                return "", [self._call(name, json.loads(raw_args or "{}"))]
         if said.lower().startswith("choose") and "ask_clarification" in offered:
             args = {
                 "question": "Which one do you mean?",
