@@ -94,7 +94,9 @@ def store_url(settings: Settings) -> str | None:
 
 async def _with_stores(handler: _Handler, args: argparse.Namespace) -> int:
     settings = load_settings()
-    async with open_redis(store_url(settings), settings.data_dir) as client:
+    async with open_redis(
+        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
+    ) as client:
         keys = Keys(settings.redis_prefix)
         return await handler(args, _Stores(Accounts(client, keys=keys), Links(client, keys=keys)))
 

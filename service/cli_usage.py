@@ -91,7 +91,9 @@ async def _with_desk(handler: _Handler, args: argparse.Namespace) -> int:
     args.platform = check_user(args.platform, args.user_id)
     settings = load_settings()
     budget = Budget.from_usd(settings.budget_daily_usd, settings.budget_weekly_usd)
-    async with open_redis(store_url(settings), settings.data_dir) as client:
+    async with open_redis(
+        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
+    ) as client:
         ledger = UsageLedger(client, keys=Keys(settings.redis_prefix))
         return await handler(args, UsageDesk(ledger=ledger, budget=budget))
 

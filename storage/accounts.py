@@ -4,10 +4,11 @@ An account is a name plus one API key. The key (`sbk_` + 32 random bytes, URL-sa
 at creation; Redis keeps only its SHA-256 digest, which is enough because the key has 256 bits of
 entropy (no salt or slow hash needed against guessing).
 
-`sb:account:<name>` is a hash `{name, key_sha256, created_at, revoked_at}`; `sb:accounts` a zset of
-names scored by creation time; `sb:apikey:<sha256>` maps a live key's digest to its account name.
-Revoking deletes that mapping in the same script that marks the account, so a revoked key fails
-authentication on the very next request.
+`sb:{access}:account:<name>` is a hash `{name, key_sha256, created_at, revoked_at}`;
+`sb:{access}:accounts` a zset of names scored by creation time; `sb:{access}:apikey:<sha256>` maps a
+live key's digest to its account name. Revoking deletes that mapping in the same script that marks
+the account, so a revoked key fails authentication on the very next request. The `{access}` hash
+tag keeps these keys (and the links') in one Redis Cluster slot, where such a script may run.
 """
 
 from __future__ import annotations

@@ -19,14 +19,16 @@ Keys of one thread (all carry the `{<thread_id>}` hash tag, so every script touc
 | `cp:ridx` | zset (lex) | `<run_id>\\0m`, so delete_for_runs finds a run's checkpoints           |
 
 Outside the thread, `cprun:<run_id>` is the set of thread ids holding checkpoints of that run
-(written in the same round trip, before the checkpoint, so it is never missing, at worst stale).
+(written before the checkpoint, in the same round trip on one node and just before it on a cluster,
+so it is never missing, at worst stale).
 
 Values go through `self.serde.dumps_typed` and are stored as `<type>\\0<bytes>`; namespaces,
 checkpoint ids, channel names, task ids and run ids must not contain NUL.
 
 Semantics follow InMemorySaver, with two deliberate differences: `alist` without a namespace
 returns every namespace's checkpoints newest first by checkpoint id (as the SQL savers do), and
-`alist(None)` walks threads one by one (SCAN; an admin path, never a hot one). The saver is
+`alist(None)` walks threads one by one (SCAN, of every primary on a cluster; an admin path, never
+a hot one). The saver is
 async-only: the sync methods raise NotImplementedError.
 """
 
@@ -54,6 +56,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
 from storage.keys import Keys
@@ -367,8 +370,16 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
     async def _put_with_locator(
         self, keys: list[str], args: list[Any], run: str, thread_id: str
     ) -> int:
-        """Run locator and checkpoint in one round trip; the locator goes first (never missing)."""
+        """Run locator and checkpoint in one round trip; the locator goes first (never missing).
+
+        A cluster client refuses EVALSHA inside a pipeline (and the locator is in another slot,
+        often on another node), so there it is two round trips in the same order."""
         locator = self._keys.checkpoint_run(run)
+        if isinstance(self._r, RedisCluster):
+            await self._r.sadd(locator, thread_id)
+            if self._ttl:
+                await self._r.expire(locator, self._ttl)
+            return int(await self._put(keys=keys, args=args))
         for attempt in range(2):
             pipe = self._r.pipeline(transaction=False)
             pipe.sadd(locator, thread_id)

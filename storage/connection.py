@@ -3,37 +3,55 @@
 The embedded server runs with AOF persistence so a restart keeps every thread. A data dir is
 guarded by an exclusive file lock: a second process pointed at it fails fast instead of starting a
 second server over the same AOF files.
+
+With `cluster=True` (`SWITCHBOARD_REDIS_CLUSTER`) the URL names one node of a Redis/Valkey
+Cluster and the client is a `RedisCluster` that discovers the others. Every module works on both:
+keys that one script or MULTI touches share a hash tag (see `keys.py`). The embedded store is
+always a single node.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import functools
 import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.exceptions import (
+    ConnectionError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    TimeoutError,
+)
 
 from storage.metrics import POOL_WAIT
-from switchboard.errors import StorageError
+from switchboard.errors import ConfigError, StorageError
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "EmbeddedValkey",
+    "RedisClient",
+    "WaitingCluster",
     "WaitingPool",
     "connect",
     "describe",
     "open_redis",
 ]
+
+RedisClient: TypeAlias = "redis.Redis | RedisCluster"
+"""What `connect` returns: one node's client, or a cluster client with the same command API."""
 
 DEFAULT_MAX_CONNECTIONS = 128
 
@@ -168,19 +186,98 @@ class WaitingPool(redis.BlockingConnectionPool):
             POOL_WAIT.observe(time.perf_counter() - started)
 
 
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("sb_cluster_call", default=False)
+
+
+class WaitingCluster(RedisCluster):
+    """A cluster client whose callers wait for a free connection instead of failing.
+
+    redis-py's cluster client opens up to `max_connections` per node and then raises
+    `MaxConnectionsError`; a burst would turn into errors. Here at most `max_connections`
+    commands (a pipeline counts once) run at a time and the rest wait up to `pool_timeout_s`,
+    like `WaitingPool` on one node. Each running command holds at most one connection per node,
+    so no node ever sees more than `max_connections` of ours. Calls made while already holding
+    a turn (a pipeline's or a multi-node command's inner calls) do not take another, so nothing
+    waits on itself."""
+
+    def __init__(self, *args: Any, pool_timeout_s: float = 30.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._turns = asyncio.Semaphore(int(kwargs.get("max_connections", 100)))
+        self._pool_timeout_s = pool_timeout_s
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        if _IN_CALL.get():
+            yield
+            return
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(self._turns.acquire(), self._pool_timeout_s)
+        except asyncio.TimeoutError:  # noqa: UP041 - `TimeoutError` here is redis-py's
+            raise ConnectionError("No connection available.") from None
+        finally:
+            POOL_WAIT.observe(time.perf_counter() - started)
+        token = _IN_CALL.set(True)
+        try:
+            yield
+        finally:
+            _IN_CALL.reset(token)
+            self._turns.release()
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._turn():
+            return await super().execute_command(*args, **kwargs)
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
+        if shard_hint:
+            raise RedisClusterException("shard_hint is deprecated in cluster mode")
+        return _WaitingClusterPipeline(self, transaction)
+
+
+class _WaitingClusterPipeline(ClusterPipeline):
+    """A cluster pipeline that takes one turn of its client for the whole round trip."""
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
+        client: WaitingCluster = self.cluster_client  # type: ignore[assignment]
+        async with client._turn():
+            return await super().execute(raise_on_error, allow_redirections)
+
+
+def _retry() -> Retry:
+    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3)
+
+
 def connect(
-    url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, pool_timeout_s: float = 30.0
-) -> redis.Redis:
+    url: str,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    pool_timeout_s: float = 30.0,
+    cluster: bool = False,
+) -> Any:
     """One client (one bounded pool) per process; responses stay bytes (checkpoints are binary).
 
     redis-py resends a command after a connection error or timeout (3 tries, jittered backoff);
     every script of ours is idempotent per call (it carries its own token or id), so a resend
-    whose first attempt did run changes nothing.
+    whose first attempt did run changes nothing. With `cluster=True` the URL is one node of a
+    cluster: the client (`WaitingCluster`) follows the slot map and resends up to 3 times after
+    connection errors, timeouts and failovers (redis-py's cluster client re-reads the slot map
+    between tries instead of backing off).
 
     A malformed URL raises StorageError without echoing it: the URL may hold a password, and
     urllib's messages quote pieces of it (a `/` in a password turns its tail into a "port").
     """
     try:
+        if cluster:
+            return WaitingCluster.from_url(
+                url,
+                max_connections=max_connections,
+                pool_timeout_s=pool_timeout_s,
+                socket_connect_timeout=5,
+                socket_timeout=30,
+                health_check_interval=30,
+                retry=_retry(),
+                decode_responses=False,
+            )
         pool = WaitingPool.from_url(
             url,
             max_connections=max_connections,
@@ -188,13 +285,14 @@ def connect(
             socket_connect_timeout=5,
             socket_timeout=30,
             health_check_interval=30,
-            retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3),
+            retry=_retry(),
             retry_on_error=[ConnectionError, TimeoutError],
         )
-    except ValueError:
+    except (ValueError, RedisClusterException):
         raise StorageError(
             "REDIS_URL is not a valid redis://, rediss:// or unix:// URL "
             "(percent-encode special characters in the password)"
+            + ("; a cluster needs redis:// or rediss:// with database 0" if cluster else "")
         ) from None
     return redis.Redis(connection_pool=pool, decode_responses=False)
 
@@ -213,29 +311,70 @@ def describe(url: str) -> str:
 
 @contextlib.asynccontextmanager
 async def open_redis(
-    url: str | None, data_dir: Path, *, max_connections: int = DEFAULT_MAX_CONNECTIONS
-) -> AsyncIterator[redis.Redis]:
-    """Yield a connected client; start (and later stop) an embedded server when `url` is None."""
+    url: str | None,
+    data_dir: Path,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    cluster: bool = False,
+) -> AsyncIterator[Any]:
+    """Yield a connected client; start (and later stop) an embedded server when `url` is None.
+
+    A mismatch between `cluster` and the server (a cluster node opened as one node, or one node
+    opened as a cluster) fails here in one line, not later with MOVED errors mid-conversation."""
+    if cluster and url is None:
+        raise ConfigError(
+            "SWITCHBOARD_REDIS_CLUSTER=true needs REDIS_URL (one node of the cluster); "
+            "the embedded store is a single node"
+        )
     embedded: EmbeddedValkey | None = None
     if url is None:
         embedded = EmbeddedValkey(data_dir)
         await embedded.start()
         url = embedded.url
     try:
-        client = connect(url, max_connections=max_connections)
+        client = connect(url, max_connections=max_connections, cluster=cluster)
         try:
-            try:
-                await client.ping()
-            except (RedisError, OSError) as exc:
-                raise StorageError(
-                    f"cannot reach Redis at {describe(url)}: {_reason(exc)}"
-                ) from None
+            await _check_reachable(client, url, cluster=cluster)
             yield client
         finally:
             await client.aclose()
     finally:
         if embedded is not None:
             await embedded.stop()
+
+
+async def _check_reachable(client: Any, url: str, *, cluster: bool) -> None:
+    where = describe(url)
+    try:
+        await client.ping()
+    except RedisClusterException as exc:
+        if _cluster_disabled(exc):
+            raise StorageError(
+                f"Redis at {where} is not a cluster node (cluster support disabled); "
+                "unset SWITCHBOARD_REDIS_CLUSTER"
+            ) from None
+        raise StorageError(f"cannot reach Redis Cluster at {where}: {_reason(exc)}") from None
+    except (RedisError, OSError) as exc:
+        raise StorageError(f"cannot reach Redis at {where}: {_reason(exc)}") from None
+    if cluster:
+        return
+    try:
+        info = await client.info("cluster")
+    except RedisError:
+        return  # INFO may be denied (ACLs, proxies); the check is a courtesy
+    if str(info.get("cluster_enabled", "0")) == "1":
+        raise StorageError(
+            f"Redis at {where} is a cluster node; set SWITCHBOARD_REDIS_CLUSTER=true"
+        )
+
+
+def _cluster_disabled(exc: BaseException) -> bool:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ResponseError) and "cluster support disabled" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return "cluster support disabled" in str(exc) or "Cluster mode is not enabled" in str(exc)
 
 
 def _reason(exc: BaseException) -> str:
@@ -248,4 +387,9 @@ def _reason(exc: BaseException) -> str:
         cause = cause.__cause__ or cause.__context__
     if isinstance(exc, TimeoutError):
         return "timed out"
+    if isinstance(exc, RedisClusterException):
+        if "not covered" in str(exc):
+            return "not every hash slot is served (is cluster_state ok?)"
+        if exc.__cause__ is not None:
+            return _reason(exc.__cause__)
     return exc.__class__.__name__

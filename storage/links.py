@@ -4,7 +4,8 @@ A *server* link covers a workspace (Slack team, Discord guild, Telegram group); 
 one person's DMs. Links are made in two steps: `/link` in chat creates a token, and the account
 owner confirms it over HTTP (or the CLI) with their API key.
 
-Keys (formatted by `keys.py`):
+Keys (formatted by `keys.py`; all carry the `{access}` hash tag, e.g. `sb:{access}:link:<id>`,
+so the scripts below run on Redis Cluster, where a script's keys must share one slot):
 - `sb:linktoken:<token>` hash `{kind, platform, target_id, target_name, user_id, user_name,
   created_at, expires_at, status ("pending"|"used"), link_id}`; kept `TOKEN_RECORD_TTL_S` so an
   expired token answers "expired" (410) rather than "unknown" (404) for a day.

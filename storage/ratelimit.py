@@ -1,9 +1,10 @@
 """Per-sender flood protection: a sliding window of message timestamps in a zset.
 
-`sb:rate:<platform>:<sender>` holds one member per accepted message (score = ms timestamp from the
-server's clock, so every worker slides the same window however far their own clocks drift);
-`sb:rate:notice:<platform>:<sender>` marks that the sender was already told during this window, so
-excess messages get one notice per window, not one each. Both expire with the window.
+`sb:rate:{<platform>:<sender>}` holds one member per accepted message (score = ms timestamp from
+the server's clock, so every worker slides the same window however far their own clocks drift);
+`sb:rate:notice:{<platform>:<sender>}` marks that the sender was already told during this window,
+so excess messages get one notice per window, not one each. Both expire with the window; the
+shared hash tag keeps them in one Redis Cluster slot, so one script updates both.
 """
 
 from __future__ import annotations

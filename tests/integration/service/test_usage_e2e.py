@@ -65,6 +65,7 @@ async def _cli(*args: str) -> tuple[int, str]:
 async def test_budget_refuses_the_fourth_turn_until_the_admin_resets_it(
     fakes: tuple[FakeTelegram, FakeOpenAI],
     redis_url: str,
+    redis_cluster: bool,
     prefix: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -90,7 +91,7 @@ async def test_budget_refuses_the_fourth_turn_until_the_admin_resets_it(
         telegram_mode="webhook",
         telegram_webhook_secret=TG_SECRET,
     )
-    client = connect(redis_url)
+    client = connect(redis_url, cluster=redis_cluster)
     ledger = UsageLedger(client, keys=Keys(prefix))
     async with (
         running_service(settings) as core,

@@ -25,7 +25,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from storage import RedisCheckpointSaver, connect
 
-url, prefix, thread_id, text, reply = sys.argv[1:6]
+url, prefix, thread_id, text, reply, cluster = sys.argv[1:7]
 seen = []
 
 class Model(GenericFakeChatModel):
@@ -34,7 +34,7 @@ class Model(GenericFakeChatModel):
         return await super()._agenerate(messages, *args, **kwargs)
 
 async def main():
-    client = connect(url)
+    client = connect(url, cluster=cluster == "1")
     try:
         saver = RedisCheckpointSaver(client, prefix=prefix)
         agent = create_agent(Model(messages=iter([AIMessage(reply)])), tools=[], checkpointer=saver)
@@ -49,7 +49,9 @@ asyncio.run(main())
 """
 
 
-async def _turn(redis_url: str, prefix: str, thread_id: str, text: str, reply: str) -> dict:
+async def _turn(
+    redis_url: str, prefix: str, thread_id: str, text: str, reply: str, *, cluster: bool
+) -> dict:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -59,6 +61,7 @@ async def _turn(redis_url: str, prefix: str, thread_id: str, text: str, reply: s
         thread_id,
         text,
         reply,
+        "1" if cluster else "0",
         cwd=_ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -69,10 +72,14 @@ async def _turn(redis_url: str, prefix: str, thread_id: str, text: str, reply: s
 
 
 async def test_thread_written_by_one_process_is_continued_by_a_fresh_one(
-    redis_url: str, redis: aioredis.Redis, prefix: str
+    redis_url: str, redis: aioredis.Redis, prefix: str, redis_cluster: bool
 ) -> None:
-    first = await _turn(redis_url, prefix, "conv-1", "hello", "Hi, I am the agent.")
-    second = await _turn(redis_url, prefix, "conv-1", "what did I say?", "You said hello.")
+    first = await _turn(
+        redis_url, prefix, "conv-1", "hello", "Hi, I am the agent.", cluster=redis_cluster
+    )
+    second = await _turn(
+        redis_url, prefix, "conv-1", "what did I say?", "You said hello.", cluster=redis_cluster
+    )
 
     assert first["history"] == [["human", "hello"], ["ai", "Hi, I am the agent."]]
     assert second["history"] == [

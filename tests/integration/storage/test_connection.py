@@ -13,7 +13,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from storage import EmbeddedValkey, connect, open_redis
-from switchboard.errors import StorageError
+from switchboard.errors import ConfigError, StorageError
 
 __all__: list[str] = []
 
@@ -130,13 +130,55 @@ async def test_a_malformed_url_raises_storage_error_without_echoing_the_password
         assert "hunter" not in str(info.value)
 
 
-async def test_a_full_pool_makes_callers_wait_instead_of_failing(redis_url: str) -> None:
-    client = connect(redis_url, max_connections=2)
+async def test_a_full_pool_makes_callers_wait_instead_of_failing(
+    redis_url: str, redis_cluster: bool
+) -> None:
+    client = connect(redis_url, max_connections=2, cluster=redis_cluster)
     try:
-        # Twenty blocking calls share two connections: each waits its turn, none raises.
+        # Twenty blocking calls share two connections: each waits its turn, none raises. On a
+        # cluster the keys spread over the nodes; no node gets more than two connections.
         results = await asyncio.gather(
             *(client.blpop([f"sb:test:nothing:{i}"], 0.05) for i in range(20))
         )
         assert results == [None] * 20
+        if redis_cluster:
+            assert all(len(n._connections) <= 2 for n in client.get_nodes())
     finally:
         await client.aclose()
+
+
+async def test_cluster_mode_without_a_url_is_one_config_error_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        async with open_redis(None, tmp_path, cluster=True):
+            pass
+    assert str(info.value).startswith("SWITCHBOARD_REDIS_CLUSTER=true needs REDIS_URL")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "switchboard.lock").exists()  # no embedded server was started
+
+
+async def test_an_unreachable_cluster_url_raises_storage_error_without_secrets(
+    tmp_path: Path,
+) -> None:
+    port = _closed_port()
+    url = f"redis://admin:hunter2-secret@127.0.0.1:{port}/0"
+    with pytest.raises(StorageError) as info:
+        async with open_redis(url, tmp_path, cluster=True):
+            pass
+    assert str(info.value) == f"cannot reach Redis Cluster at 127.0.0.1:{port}: connection refused"
+    assert "hunter2" not in repr(info.value)
+
+
+async def test_a_cluster_setting_that_does_not_match_the_server_fails_at_start(
+    redis_url: str, redis_cluster: bool, tmp_path: Path
+) -> None:
+    """A cluster node opened as one node would answer MOVED mid-conversation; one node opened
+    as a cluster would fail on the first command. Both are refused when the store is opened."""
+    with pytest.raises(StorageError) as info:
+        async with open_redis(redis_url, tmp_path, cluster=not redis_cluster):
+            pass
+    if redis_cluster:
+        assert str(info.value).endswith("is a cluster node; set SWITCHBOARD_REDIS_CLUSTER=true")
+    else:
+        assert str(info.value).endswith(
+            "is not a cluster node (cluster support disabled); unset SWITCHBOARD_REDIS_CLUSTER"
+        )

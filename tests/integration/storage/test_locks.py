@@ -25,9 +25,9 @@ _entry_ids = itertools.count(1)
 
 
 @pytest.fixture
-async def second_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+async def second_client(redis_url: str, redis_cluster: bool) -> AsyncIterator[aioredis.Redis]:
     """Another connection pool, standing in for a second worker process."""
-    client = connect(redis_url)
+    client = connect(redis_url, cluster=redis_cluster)
     try:
         yield client
     finally:
