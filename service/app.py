@@ -39,6 +39,7 @@ from channels import (
 from channels.adapter import ExclusiveReceiver
 from channels.ownership import ConnectionOwner
 from channels.usage import Budget, UsageDesk
+from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
     Accounts,
@@ -53,6 +54,7 @@ from storage import (
     RateLimiter,
     RedisCheckpointSaver,
     RemoteThreads,
+    SendWindows,
     ThreadLocks,
     ThreadMap,
     ThreadQueue,
@@ -191,10 +193,14 @@ def build_usage_desk(settings: Settings, client: redis.Redis, keys: Keys) -> Usa
     return UsageDesk(ledger=UsageLedger(client, keys=keys), budget=budget)
 
 
-def build_adapters(settings: Settings, manager: Manager) -> list[Adapter]:
-    """One adapter per platform whose token is set; imports stay lazy so unused SDKs cost nothing."""
+def build_adapters(
+    settings: Settings, manager: Manager, *, client: redis.Redis | None = None
+) -> list[Adapter]:
+    """One adapter per platform whose token is set; imports stay lazy so unused SDKs cost nothing.
+    With `client`, Telegram's send limits are counted by the whole fleet in Redis."""
     adapters: list[Adapter] = []
     if settings.telegram_enabled:
+        from channels.pacing import SharedTelegramPacer
         from channels.telegram import TelegramAdapter
 
         if settings.telegram_mode == "webhook" and settings.telegram_webhook_secret is None:
@@ -207,6 +213,7 @@ def build_adapters(settings: Settings, manager: Manager) -> list[Adapter]:
                 mode=settings.telegram_mode,
                 webhook_url=f"{settings.public_url.rstrip('/')}/telegram/webhook",
                 webhook_secret=_secret(settings.telegram_webhook_secret),
+                pacer=_telegram_pacer(settings, client, SharedTelegramPacer),
             )
         )
     if settings.slack_enabled:
@@ -237,6 +244,14 @@ def build_adapters(settings: Settings, manager: Manager) -> list[Adapter]:
     return adapters
 
 
+def _telegram_pacer(settings: Settings, client: redis.Redis | None, shared: Any) -> Any:
+    if client is None:
+        return None
+    bot_id = (_secret(settings.telegram_bot_token) or "").split(":", 1)[0]
+    windows = SendWindows(client, keys=Keys(settings.redis_prefix), owner=f"tg:{bot_id}")
+    return shared(windows)
+
+
 def _webhooks(adapters: list[Adapter]) -> dict[str, WebhookHandler]:
     routes = {"telegram": "/telegram/webhook", "slack": "/slack/events"}
     hooks: dict[str, WebhookHandler] = {}
@@ -261,7 +276,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             )
         )
         core = await stack.enter_async_context(build_core(settings, client))
-        core.adapters = build_adapters(settings, core.manager)
+        core.adapters = build_adapters(settings, core.manager, client=client)
         if http and not core.adapters:
             _log.warning(
                 "service.no_channels",
@@ -308,6 +323,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             await _start_http(stack, core, ready)
         _log.info(
             "service.started",
+            frozen_objects=freeze_startup_heap(),  # after start-up: see service/heap.py
             http=f"{settings.http_host}:{settings.http_port}",
             channels=[str(a.platform) for a in core.adapters],
             model=settings.model,
@@ -331,7 +347,7 @@ async def _start_http(
         ready=ready,
         status=core.status,
         usage=core.usage,
-        webhooks=_webhooks(core.adapters),
+        webhooks=_webhooks(core.adapters) if settings.role != "worker" else {},
         mcp_file=core.mcp_file,
         mcp_agent=core.runtime if isinstance(core.runtime, BuiltinAgent) else None,
     )

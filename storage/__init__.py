@@ -38,6 +38,7 @@ from storage.orphans import Orphans
 from storage.questions import PendingQuestion, PendingQuestions
 from storage.ratelimit import RateDecision, RateLimiter
 from storage.remote_threads import RemoteThreads
+from storage.send_windows import SendWindow, SendWindows
 from storage.thread_map import THREAD_TTL_S, ThreadMap
 from storage.thread_queue import QUEUE_CAP, QueuedItem, Slot, SlotState, ThreadQueue
 from storage.usage import (
@@ -95,6 +96,8 @@ __all__ = [
     "RateLimiter",
     "RedisCheckpointSaver",
     "RemoteThreads",
+    "SendWindow",
+    "SendWindows",
     "Slot",
     "SlotState",
     "ThreadLocks",

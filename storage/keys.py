@@ -24,6 +24,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
 | `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
 | `sb:lease:<name>`                            | string | 30 s, renewed by the owner | leases.py        |
+| `sb:pace:{<bot>}:<scope>`                    | zset   | the window, slid           | send_windows.py  |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
 | `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
@@ -82,6 +83,10 @@ class Keys:
         """The scope (the chat) is the hash tag: every id of one message shares a slot, so one
         script claims them all (an empty scope still gives one tag per platform)."""
         return f"{self.prefix}dedupe:{{{platform}:{scope}}}:{provider_id}"
+
+    def pace(self, owner: str, scope: str) -> str:
+        """A shared send window; all of one owner's (bot's) windows share a hash slot."""
+        return f"{self.prefix}pace:{{{owner}}}:{scope}"
 
     def lease(self, name: str) -> str:
         return f"{self.prefix}lease:{name}"

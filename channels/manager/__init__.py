@@ -4,7 +4,7 @@
 |---------------|-----------------------------------------------------------------------|
 | `manager.py`  | wiring; `deliver` (append to the inbox) and one entry's way through   |
 | `intake.py`   | the worker side of the inbox: bounded reads, keep, reclaim, sweep      |
-| `gates.py`    | middleware chain: dedupe → link/help → access + rate → commands → limits → thread |
+| `gates.py`    | middleware chain: dedupe → rate + access → link/help → commands → budget → limits → thread |
 | `routing.py`  | message → agent thread                                                |
 | `commands.py` | `/help`, `/link`, `/unlink`, `/new`, `/stop`, `/status`               |
 | `questions.py`| clarification questions: ask, check presses, show the answer          |

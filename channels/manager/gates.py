@@ -2,7 +2,8 @@
 
 Each gate has the shape of aiogram's and slack-bolt's middleware, `async (ctx, call_next)`: it
 returns an `Outcome` itself (the message stops here) or hands on to `call_next`. Order:
-dedupe → link and help → access + rate → commands → budget → input limits → thread → (the turn).
+dedupe → flood limit + access → link and help → commands → budget → input limits → thread →
+(the turn).
 """
 
 from __future__ import annotations
@@ -82,14 +83,13 @@ class DedupeGate:
 
 
 class LinkAndHelp:
-    """`/help`, `/link`, `/unlink` work before access checks: they are how access is gained."""
+    """`/help`, `/link`, `/unlink` work without access: they are how access is gained (the
+    flood limit before them still applies)."""
 
     def __init__(self, commands: CommandDesk) -> None:
         self._commands = commands
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
-        if ctx.msg.button is None:
-            ctx.command = parse_command(ctx.msg.text)
         if ctx.command is not None and ctx.command.name in PRE_ACCESS:
             await self._commands.pre_access(ctx, ctx.command)
             return Outcome.ANSWERED
@@ -97,7 +97,8 @@ class LinkAndHelp:
 
 
 class AccessAndRate:
-    """Linked access and the per-sender flood limit, read in one round trip of wall time."""
+    """The per-sender flood limit (for every typed message, commands included) and linked
+    access (for all but the commands that grant it), read in one round trip of wall time."""
 
     def __init__(self, access: AccessGate | None, rate: RateLimiter) -> None:
         self._access = access
@@ -105,17 +106,20 @@ class AccessAndRate:
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         msg = ctx.msg
+        if msg.button is None:
+            ctx.command = parse_command(msg.text)
+        grants_access = ctx.command is not None and ctx.command.name in PRE_ACCESS
         limited = msg.platform is not Platform.CONSOLE and msg.button is None
-        allowed, decision = await asyncio.gather(
-            self._allowed(ctx),
+        decision, allowed = await asyncio.gather(
             self._rate.hit(str(msg.platform), msg.sender_id) if limited else _allow(),
+            _granted() if grants_access else self._allowed(ctx),
         )
-        if not allowed:
-            return Outcome.ANSWERED
         if decision is not RateDecision.ALLOW:
             _log.info("message.rate_limited", decision=str(decision))
             if decision is RateDecision.NOTIFY:
                 await ctx.adapter.notify(msg, RATE_TEXT)
+            return Outcome.ANSWERED
+        if not allowed:
             return Outcome.ANSWERED
         return await call_next(ctx)
 
@@ -214,3 +218,7 @@ class Routing:
 
 async def _allow() -> RateDecision:
     return RateDecision.ALLOW
+
+
+async def _granted() -> bool:
+    return True

@@ -95,8 +95,8 @@ class Manager:
         self._chain = build_chain(
             [
                 DedupeGate(stores.dedupe),
-                LinkAndHelp(commands),
                 AccessAndRate(access, stores.rate),
+                LinkAndHelp(commands),
                 Commands(commands),
                 BudgetGate(usage),
                 InputLimits(say, config.max_input_chars),

@@ -73,6 +73,7 @@ from channels.telegram.inbound import (
     to_inbound,
     wants_text_notice,
 )
+from channels.telegram.pacing import Pacer
 from switchboard.errors import ConfigError, PlatformError, SwitchboardError
 
 __all__ = ["LIMITS", "BotIdentity", "TelegramAdapter", "is_for_bot", "to_inbound"]
@@ -124,6 +125,7 @@ class TelegramAdapter:
         mode: Literal["polling", "webhook"] = "polling",
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         if mode == "webhook" and not (webhook_url and webhook_secret):
             raise ConfigError(
@@ -134,7 +136,7 @@ class TelegramAdapter:
             self._bot = Bot(token, session=session)
         except TokenValidationError:
             raise ConfigError("TELEGRAM_BOT_TOKEN is not a valid bot token") from None
-        self._api = BotCalls(bot=self._bot, token=token)
+        self._api = BotCalls(bot=self._bot, token=token, pacer=pacer)
         self._deliver = deliver
         self._mode = mode
         self._webhook_url = webhook_url

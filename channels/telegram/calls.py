@@ -38,7 +38,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from channels.adapter import Chunk
 from channels.telegram.errors import is_entity_error, translate
-from channels.telegram.pacing import ChatPacer
+from channels.telegram.pacing import ChatPacer, Pacer
 
 __all__ = ["MAX_RETRY_AFTER_S", "BotCalls"]
 
@@ -71,7 +71,7 @@ _RESPONSE_TYPES = tuple(
 
 
 class BotCalls:
-    def __init__(self, *, bot: Bot, token: str, pacer: ChatPacer | None = None) -> None:
+    def __init__(self, *, bot: Bot, token: str, pacer: Pacer | None = None) -> None:
         self.bot = bot
         self._token = token
         self._pacer = pacer or ChatPacer()

@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 __all__ = ["MAX_CHATS", "ChatPacer", "Window"]
 
@@ -37,6 +38,14 @@ class Window:
 
 PRIVATE = Window(limit=1, seconds=1.0)
 GROUP = Window(limit=20, seconds=60.0)
+BOT = Window(limit=30, seconds=1.0)  # all chats together (Telegram's broadcast limit)
+
+
+class Pacer(Protocol):
+    """What the Bot API caller waits on before a send or edit: this process's `ChatPacer`, or
+    a budget shared by the fleet (`channels.pacing.SharedTelegramPacer`)."""
+
+    async def wait(self, chat_id: str) -> None: ...
 
 
 class ChatPacer:

@@ -124,6 +124,8 @@ class FakeTelegram:
         self._query_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = False
+        self.polling_now = 0  # getUpdates calls in progress right now
+        self.most_pollers = 0  # the most that were ever in progress at once (Telegram: 409)
         self.base_url = ""
 
     # -- server ---------------------------------------------------------------------------
@@ -385,6 +387,14 @@ class FakeTelegram:
         return {"status": "member", "user": user}
 
     async def _m_getupdates(self, params: dict[str, Any]) -> Any:
+        self.polling_now += 1
+        self.most_pollers = max(self.most_pollers, self.polling_now)
+        try:
+            return await self._long_poll(params)
+        finally:
+            self.polling_now -= 1
+
+    async def _long_poll(self, params: dict[str, Any]) -> Any:
         offset = params.get("offset", 0)
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]

@@ -338,3 +338,14 @@ async def test_typing_shows_once_a_turn_outlasts_the_delay(make_manager) -> None
     assert adapter.sent == []  # the hint is up while the turn still runs
     await manager.idle()
     assert adapter.texts() == ["Done after 0.5 s."]
+
+
+async def test_commands_that_grant_access_are_still_flood_limited(make_manager) -> None:
+    manager, adapter = await setup(make_manager, access="linked")
+    for n in range(40):
+        await manager.deliver(dm("/help", chat="DS", user="U-stranger", mid=f"h{n}"))
+    await manager.idle()
+    helps = [t for t in adapter.texts() if "Commands:" in t]
+    too_fast = [t for _, t, _ in adapter.notices if "too fast" in t]
+    assert len(helps) == 20  # SWITCHBOARD_RATE_LIMIT per minute
+    assert len(too_fast) == 1  # then one notice, then silence

@@ -10,22 +10,18 @@ whose lock expires with the dead process, is swept, all without any new message 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.fakes.telegram_server import TOKEN, FakeTelegram
-from tests.integration.faults.telegram_service import SECRET, post_until_taken
-from tests.support import free_port, wait_until
+from tests.fakes.telegram_server import FakeTelegram
+from tests.integration.faults.processes import Worker
+from tests.integration.faults.telegram_service import post_until_taken
+from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
-SWITCHBOARD = str(Path(sys.executable).parent / "switchboard")
 ANN = FakeTelegram.user(7, "Ann")
 BOB = FakeTelegram.user(8, "Bob")
 
@@ -38,66 +34,6 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield server
     finally:
         await server.stop()
-
-
-class Worker:
-    """One `switchboard serve` process with its own HTTP port."""
-
-    def __init__(self, fake: FakeTelegram, redis_url: str, prefix: str, data: Path) -> None:
-        self.port = free_port()
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(data),
-            "REDIS_URL": redis_url,
-            "SWITCHBOARD_REDIS_PREFIX": prefix,
-            "SWITCHBOARD_DATA_DIR": str(data),
-            "SWITCHBOARD_HTTP_PORT": str(self.port),
-            "SWITCHBOARD_ACCESS": "open",
-            "SWITCHBOARD_LOCK_TTL_S": "2",
-            "SWITCHBOARD_LOG_FORMAT": "json",
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "TELEGRAM_API_BASE": fake.base_url,
-            "TELEGRAM_MODE": "webhook",
-            "TELEGRAM_WEBHOOK_SECRET": SECRET,
-            "SWITCHBOARD_PUBLIC_URL": "https://switchboard.example",
-        }
-        self.data = data
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.data.mkdir(parents=True, exist_ok=True)
-        log = open(self.data / "serve.log", "wb")  # noqa: ASYNC230, SIM115 - the child writes it
-        self.proc = await asyncio.create_subprocess_exec(
-            SWITCHBOARD, "serve", env=self.env, cwd=self.data, stdout=log, stderr=log
-        )
-        log.close()
-        async with httpx.AsyncClient() as http:
-
-            async def ready() -> bool:
-                try:
-                    r = await http.get(f"http://127.0.0.1:{self.port}/readyz")
-                    return r.status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await wait_until(ready, timeout=60, interval=0.2)
-
-    def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
-
-    async def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        await self.proc.wait()
-
-    async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.proc.wait(), 30)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
 
 
 async def test_a_worker_killed_mid_turn_leaves_every_message_answered_exactly_once(

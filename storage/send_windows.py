@@ -1,0 +1,76 @@
+"""Send budgets shared by every process: sliding windows of reserved send times in Redis.
+
+A platform limits a bot as a whole, not a process (Telegram: about 30 messages per second per bot,
+one per second per private chat, 20 per minute per group), so a fleet must count together. Each
+window is a zset `sb:pace:{<bot>}:<scope>` of reservation ids scored by the time (ms) they may
+send; `reserve` books the earliest time that fits every window it is given, in one script, and
+returns how long the caller waits. All windows of one bot share the `{<bot>}` hash tag. A
+reservation id makes a resend after a lost reply book nothing twice.
+
+| key                          | type | value                              | TTL              |
+|------------------------------|------|------------------------------------|------------------|
+| `sb:pace:{<bot>}:<scope>`    | zset | reservation id → send time (ms)    | the window, slid |
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.keys import Keys
+from switchboard.errors import StorageError
+
+__all__ = ["SendWindow", "SendWindows"]
+
+# KEYS: one zset per window. ARGV: now_ms, reservation id, then (limit, window_ms) per key.
+_RESERVE = """
+local now = tonumber(ARGV[1])
+local at = now
+for i, key in ipairs(KEYS) do
+  local limit, span = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - span)
+  local mine = redis.call('ZSCORE', key, ARGV[2])
+  if mine then return tonumber(mine) - now end
+  if redis.call('ZCARD', key) >= limit then
+    local edge = redis.call('ZRANGE', key, -limit, -limit, 'WITHSCORES')
+    at = math.max(at, tonumber(edge[2]) + span)
+  end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, at, ARGV[2])
+  redis.call('PEXPIRE', key, at - now + tonumber(ARGV[2 + 2 * i]))
+end
+return at - now
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SendWindow:
+    scope: str  # e.g. "all" for the bot, "c:<chat id>" for one chat
+    limit: int
+    seconds: float
+
+
+class SendWindows:
+    def __init__(self, client: redis.Redis, *, keys: Keys, owner: str) -> None:
+        """`owner` names the limited party (e.g. `tg:<bot id>`): the hash tag of its windows."""
+        self._keys = keys
+        self._owner = owner
+        self._reserve = client.register_script(_RESERVE)
+
+    async def reserve(self, windows: Sequence[SendWindow]) -> float:
+        """Book one send in every window; seconds to wait before sending."""
+        args: list[object] = [int(time.time() * 1000), secrets.token_hex(8)]
+        for window in windows:
+            args += [window.limit, int(window.seconds * 1000)]
+        keys = [self._keys.pace(self._owner, w.scope) for w in windows]
+        try:
+            delay_ms = await self._reserve(keys=keys, args=args)
+        except RedisError as exc:
+            raise StorageError(f"send budget failed: {exc.__class__.__name__}") from None
+        return max(0.0, float(delay_ms) / 1000)
