@@ -30,8 +30,10 @@ __all__ = [
     "ExclusiveReceiver",
     "Markup",
     "QuestionPrompt",
+    "ReplyStream",
     "ReportsHealth",
     "SentRef",
+    "Streams",
     "deliver_until_taken",
 ]
 
@@ -128,6 +130,40 @@ class Adapter(Protocol):
 
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
         """Whether the sender administers the workspace (for `/link`)."""
+
+
+class ReplyStream(Protocol):
+    """One reply shown while the model writes it (Telegram drafts or edits, Slack's streaming
+    API, Discord edits, the console's tokens), then settled on the final rendered text.
+
+    The manager calls `update` with the whole text so far, as often as tokens arrive; the stream
+    renders it safely (a half-written code fence or bold is never a parse error) and shows it no
+    faster than the platform allows, always ending on the latest text. Exactly one of `finish`
+    and `cancel` ends it."""
+
+    async def update(self, text: str) -> None:
+        """The reply so far (markdown, as the model writes it); cheap when nothing is due."""
+
+    async def status(self, line: str) -> None:
+        """A short status (e.g. "Using current_time…") shown until text replaces it."""
+
+    async def finish(self, chunks: Sequence[Chunk]) -> SentRef:
+        """Settle on the final reply, exactly the chunks the non-streaming path would send
+        (the streamed message becomes the first chunk; the rest follow as new messages).
+        Returns every message id the final reply occupies."""
+
+    async def cancel(self, note: str | None = None) -> SentRef | None:
+        """End without a final reply: with `note` (e.g. "(stopped)"), keep what was shown and
+        append it; without, take back what was shown (a draft, a partial message), e.g. before
+        a clarification question is sent whole."""
+
+
+@runtime_checkable
+class Streams(Protocol):
+    """An adapter that can show a reply while it is written."""
+
+    def open_stream(self, target: ReplyTarget) -> ReplyStream:
+        """A stream into the target's conversation; nothing is sent until the first update."""
 
 
 @runtime_checkable
