@@ -103,5 +103,3 @@ class Worker:
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
-
-

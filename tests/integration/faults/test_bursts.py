@@ -7,7 +7,6 @@ fake Bot API: 500 private chats through the webhook, 300 through long polling.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -24,16 +23,6 @@ from tests.integration.faults.telegram_service import (
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def _no_errors(fake: FakeTelegram) -> list[str]:

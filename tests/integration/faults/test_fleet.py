@@ -6,7 +6,6 @@ limits.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +23,6 @@ from tests.support import wait_until
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
 def tightest_thirty_one(fake: FakeTelegram) -> float:
     """The shortest time in which 31 sends arrived: over one second means the fleet kept
     Telegram's 30 messages per second per bot (less some arrival jitter of the HTTP calls)."""
@@ -45,9 +34,7 @@ async def test_an_ingress_and_two_workers_answer_a_burst_once_within_the_bots_se
     fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
 ) -> None:
     ingress = Worker(fake, redis_url, prefix, tmp_path / "in", role="ingress")
-    workers = [
-        Worker(fake, redis_url, prefix, tmp_path / f"w{i}", role="worker") for i in range(2)
-    ]
+    workers = [Worker(fake, redis_url, prefix, tmp_path / f"w{i}", role="worker") for i in range(2)]
     people = users(90)
     tokens = [f"f{i}z" for i in range(len(people))]
     try:

@@ -8,7 +8,6 @@ Redis is back with its AOF.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -26,16 +25,6 @@ from tests.integration.faults.telegram_service import (
 from tests.support import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def test_a_redis_restart_mid_burst_loses_and_duplicates_nothing(

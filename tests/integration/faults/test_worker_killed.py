@@ -10,7 +10,6 @@ whose lock expires with the dead process, is swept, all without any new message 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +23,6 @@ pytestmark = pytest.mark.timeout(180)
 
 ANN = FakeTelegram.user(7, "Ann")
 BOB = FakeTelegram.user(8, "Bob")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def test_a_worker_killed_mid_turn_leaves_every_message_answered_exactly_once(
