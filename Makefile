@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint unit integration bench bench-floor clean lock
+.PHONY: install run test lint unit integration bench bench-floor bench-memory clean lock
 
 install: $(STAMP)
 
@@ -41,6 +41,10 @@ bench: install
 # Bare aiogram + create_agent bot vs Switchboard's Telegram path, same fakes, one run.
 bench-floor: install
 	$(BIN)/python bench/bot_floor.py
+
+# Idle RSS of serve per platform combination and the console; a 20,000-message soak (issue 20).
+bench-memory: install
+	$(BIN)/python bench/memory.py
 
 # requirements.lock: everything, for .venv and CI; requirements-runtime.lock: no dev tools, for the
 # Docker image (same pins: uv keeps the versions already in each file unless asked to upgrade).
