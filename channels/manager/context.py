@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -11,7 +12,7 @@ from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
 from storage import Lock
 
-__all__ = ["MessageContext", "Outcome", "TurnSession", "turn_context"]
+__all__ = ["ChatOrder", "MessageContext", "Outcome", "TurnSession", "turn_context"]
 
 
 class Outcome(StrEnum):
@@ -21,6 +22,21 @@ class Outcome(StrEnum):
     HANDED_OVER = "handed_over"  # the thread's queue owns it now (the entry is finished already)
     DUPLICATE = "duplicate"  # another entry carries this message: finish this one
     RETRY = "retry"  # a storage error: keep the entry, try again, then leave it to reclaim
+
+
+@dataclass(slots=True)
+class ChatOrder:
+    """This message's place among the messages of its chat that this worker holds: it joins
+    its thread's queue only after the one before it did (or stopped short of it), so two
+    messages read together keep their order even though they run the gates concurrently."""
+
+    after: asyncio.Event | None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    chat: str = ""
+
+    async def wait_turn(self) -> None:
+        if self.after is not None:
+            await self.after.wait()
 
 
 @dataclass(slots=True)
@@ -35,6 +51,7 @@ class MessageContext:
     command: Command | None = None
     conversation: str = ""
     thread_id: str | None = None
+    turn_order: ChatOrder | None = None  # set by the intake: queue after earlier messages
 
     def __post_init__(self) -> None:
         self.conversation = conversation_key(self.msg)

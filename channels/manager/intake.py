@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from channels.manager.config import ManagerConfig
-from channels.manager.context import Outcome
+from channels.manager.context import ChatOrder, Outcome
 from storage import Entry, Inbox, Orphans
 from switchboard.errors import StorageError
 
@@ -53,6 +53,8 @@ class Intake:
         self._loops: list[asyncio.Task[None]] = []
         self._sweeping: set[str] = set()
         self._running = False
+        self._chat_tail: dict[str, ChatOrder] = {}  # the latest message held per chat
+        self._orders: dict[str, ChatOrder] = {}  # entry id → its place
 
     @property
     def busy(self) -> bool:
@@ -141,6 +143,24 @@ class Intake:
             for entry in entries:
                 self._spawn(entry)
 
+    def order_for(self, entry_id: str, chat: str) -> ChatOrder:
+        """The entry's place behind the earlier messages of its chat held by this worker."""
+        order = self._orders.get(entry_id)
+        if order is None:
+            tail = self._chat_tail.get(chat)
+            order = ChatOrder(after=tail.done if tail is not None else None, chat=chat)
+            self._orders[entry_id] = order
+            self._chat_tail[chat] = order
+        return order
+
+    def _release_order(self, entry_id: str) -> None:
+        order = self._orders.pop(entry_id, None)
+        if order is None:
+            return
+        order.done.set()
+        if self._chat_tail.get(order.chat) is order:
+            del self._chat_tail[order.chat]
+
     def _spawn(self, entry: Entry) -> None:
         self._inflight.add(entry.entry_id)
         task = asyncio.create_task(self._run(entry), name=f"entry:{entry.entry_id}")
@@ -158,6 +178,7 @@ class Intake:
                 await asyncio.sleep(delay)
         finally:
             self._inflight.discard(entry.entry_id)
+            self._release_order(entry.entry_id)
             self._give(1)
 
     async def _housekeeping(self) -> None:

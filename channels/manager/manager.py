@@ -150,6 +150,7 @@ class Manager:
             _log.error("message.no_adapter")
             return await self._finalize(None, entry, Outcome.DUPLICATE)
         ctx = MessageContext(adapter, msg, entry.entry_id, entry.payload, entry.deliveries)
+        ctx.turn_order = self._intake.order_for(entry.entry_id, f"{msg.platform}:{msg.chat_id}")
         if entry.deliveries > self._config.max_deliveries:
             _log.error("inbox.gave_up", deliveries=entry.deliveries)
             await self._say.report(adapter, msg.target, AgentError("message kept failing"))

@@ -85,13 +85,19 @@ class TurnScheduler:
         """Hand a message to its thread: answer it now, or leave it queued for the holder."""
         assert ctx.thread_id is not None
         token = secrets.token_hex(16)
-        slot = await self._s.queue.submit(
-            ctx.thread_id,
-            ctx.entry_id,
-            ctx.payload,
-            token,
-            queue_if_busy=self._config.busy == "queue",
-        )
+        if ctx.turn_order is not None:
+            await ctx.turn_order.wait_turn()
+        try:
+            slot = await self._s.queue.submit(
+                ctx.thread_id,
+                ctx.entry_id,
+                ctx.payload,
+                token,
+                queue_if_busy=self._config.busy == "queue",
+            )
+        finally:
+            if ctx.turn_order is not None:
+                ctx.turn_order.done.set()
         if slot.state is SlotState.DONE:
             _log.info("message.already_answered")
             return Outcome.DUPLICATE
