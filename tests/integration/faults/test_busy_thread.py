@@ -47,3 +47,16 @@ async def test_fifteen_messages_to_a_busy_thread_are_answered_in_order_or_refuse
     assert len(answered) == QUEUE_CAP - 1  # the slow turn holds one of the places
     assert {f"busy-{n}" for n in answered} == promised  # every promise kept
     assert len(refusals) == 15 - len(promised)  # the rest were told at once
+
+
+async def test_messages_sent_together_are_answered_in_the_order_they_were_sent(
+    make_manager,  # type: ignore[no-untyped-def]
+) -> None:
+    manager = await make_manager(rate_limit_per_minute=1000)
+    adapter = RecordingAdapter()
+    manager.register(adapter)
+    for n in range(1, QUEUE_CAP):  # all fit in the thread's queue at once
+        await manager.deliver(dm(f"echo o{n}x", 100 + n))
+    await manager.idle(timeout=60)
+    answered = [int(n) for n in re.findall(r"\bo(\d+)x\b", " ".join(adapter.texts()))]
+    assert answered == list(range(1, QUEUE_CAP)), adapter.texts()
