@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -40,7 +40,9 @@ class CommandDesk:
         model_name: str,
         stop_local: StopLocal,
         extra: dict[str, Callable[[MessageContext], Awaitable[str]]] | None = None,
+        tools: Callable[[], Sequence[str]] | None = None,
     ) -> None:
+        self._tools = tools
         self._threads = threads
         self._locks = locks
         self._queue = queue
@@ -103,4 +105,6 @@ class CommandDesk:
             f"Waiting for an answer: {'yes' if state.question else 'no'}",
             f"Model: {self._model}",
         ]
+        if self._tools is not None:
+            lines.append(f"Tools: {', '.join(self._tools()) or 'none'}")
         return "\n".join(lines)

@@ -88,6 +88,7 @@ class Manager:
             model_name=config.model_name,
             stop_local=self._turns.stop_local,
             extra=extra,
+            tools=getattr(runtime, "tool_names", None),
         )
         self._intake = Intake(
             stores.inbox, stores.orphans, handle=self._handle, sweep=self._sweep, config=config

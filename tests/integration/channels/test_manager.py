@@ -246,6 +246,7 @@ async def test_status_reports_thread_and_model(make_manager) -> None:
     await manager.idle()
     status = adapter.texts()[-1]
     assert "Busy: no" in status and "Queued messages: 0" in status and "Model: demo" in status
+    assert "Tools: ask_clarification, current_time" in status
 
 
 async def test_unknown_command_gets_help(make_manager) -> None:
