@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint unit integration bench bench-floor bench-memory clean lock
+.PHONY: install run test lint unit integration bench bench-floor bench-fleet bench-memory clean lock
 
 install: $(STAMP)
 
@@ -41,6 +41,10 @@ bench: install
 # Bare aiogram + create_agent bot vs Switchboard's Telegram path, same fakes, one run.
 bench-floor: install
 	$(BIN)/python bench/bot_floor.py
+
+# One ingress + 1, then 2 workers on the Slack Events API path: throughput and CPU/msg side by side.
+bench-fleet: install
+	$(BIN)/python bench/fleet.py
 
 # Idle RSS of serve per platform combination and the console; a 20,000-message soak (issue 20).
 bench-memory: install

@@ -44,7 +44,6 @@ import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +57,13 @@ _SELF = str(Path(__file__).resolve())
 _REPO = Path(_SELF).parents[1]
 sys.path.insert(0, str(_REPO))
 
+from bench._harness import Child, Harness, Tags, proc_cpu, threads_cpu
+from bench._harness import clean_env as _clean_env
+from bench._harness import commit_of as _commit
+from bench._harness import emit as _emit
+from bench._harness import free_port as _free_port
+from bench._harness import redis_cpu as _redis_cpu
+from bench._harness import tail as _tail
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
@@ -68,35 +74,8 @@ SYSTEM_PROMPT = (  # Switchboard's default, so both bots send the model the same
 PACE_S = 1.1  # Telegram allows about one message per second into a private chat
 _PY_SPY = str(Path(sys.executable).with_name("py-spy"))  # `pip install py-spy` into .venv
 _TAG = re.compile(r"\bq\d{7}\b")
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-_SCRUBBED_ENV = ("SWITCHBOARD_", "TELEGRAM_", "SLACK_", "DISCORD_", "OPENAI_", "ANTHROPIC_")
-_SCRUBBED_ENV_ALSO = ("REDIS_URL", "LANGCHAIN_", "LANGSMITH_", "LANGFUSE_")
 # Chat (= user) ids of each workload; private chat ids are the users' ids.
 WARMUP_BASE, LATENCY_CHAT, BURST_BASE = 100_000, 200_001, 300_000
-
-
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system, all threads) the process has used so far."""
-    return proc_cpu_path(Path(f"/proc/{pid}/stat"))  # utime, stime: fields 14, 15 of proc(5)
-
-
-def threads_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds per thread id (the main thread's id is the pid)."""
-    out: dict[int, float] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            out[int(task.name)] = proc_cpu_path(task / "stat")
-    return out
-
-
-def proc_cpu_path(stat_path: Path) -> float:
-    fields = stat_path.read_text(encoding="ascii").rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
-
-
-def _emit(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 # -- role: fake Telegram Bot API, driven over stdin/stdout -------------------------------------
@@ -239,96 +218,6 @@ async def floor_role(api_base: str, openai_base: str) -> None:
 
 
 @dataclass
-class Child:
-    """A process of ours; the fakes talk JSON lines over stdin/stdout."""
-
-    name: str
-    proc: asyncio.subprocess.Process
-    log: Path
-
-    async def request(self, *, reply_within: float = 300.0, **op: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((json.dumps(op) + "\n").encode())
-        await self.proc.stdin.drain()
-        line = await asyncio.wait_for(self.proc.stdout.readline(), reply_within)
-        if not line:
-            raise RuntimeError(f"{self.name} exited:\n{_tail(self.log)}")
-        return dict(json.loads(line))
-
-    async def stop(self, grace: float = 20.0) -> None:
-        if self.proc.returncode is not None:
-            return
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stdin.close()
-        if self.proc.stdout is None:  # a bot: ask it to shut down like an operator would
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.proc.wait(), grace)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            await self.proc.wait()
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    return ""
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(_SCRUBBED_ENV) and not k.startswith(_SCRUBBED_ENV_ALSO)
-    }
-    env.update(extra)
-    return env
-
-
-class Harness:
-    """Owns every child process and the Valkey server; `close` stops them all."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.children: list[Child] = []
-
-    async def spawn(
-        self, name: str, argv: list[str], *, env: dict[str, str], cwd: Path, talk: bool
-    ) -> Child:
-        log = self.workdir / f"{name}.log"
-        with open(log, "wb") as log_file:  # noqa: ASYNC230 - once per process start
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if talk else log_file,
-                stderr=log_file,
-                cwd=str(cwd),
-                env=env,
-                start_new_session=True,  # a Ctrl-C in the terminal reaches only the driver
-            )
-        child = Child(name, proc, log)
-        self.children.append(child)
-        return child
-
-    async def fake(self, role: str) -> tuple[Child, str]:
-        argv = [sys.executable, _SELF, "--role", role]
-        child = await self.spawn(role, argv, env=_clean_env(), cwd=_REPO, talk=True)
-        assert child.proc.stdout is not None
-        line = await asyncio.wait_for(child.proc.stdout.readline(), 30)
-        if not line:
-            raise RuntimeError(f"{role} did not start:\n{_tail(child.log)}")
-        return child, str(json.loads(line)["base_url"])
-
-    async def close(self) -> None:
-        for child in reversed(self.children):
-            await child.stop()
-        self.children.clear()
-
-
-@dataclass
 class Side:
     name: str
     kind: str  # "floor" or "switchboard"
@@ -353,17 +242,6 @@ class Result:
     api_calls_per_msg: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     gc: tuple[str, float] | None = None  # `--gc-stats`: collections, burst start -> +1 s
-
-
-async def _redis_cpu(url: str) -> float:
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(url)
-    try:
-        info = await client.info("cpu")
-    finally:
-        await client.aclose()
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 async def _link_senders(redis_url: str, prefix: str, user_ids: list[int], root: Path) -> None:
@@ -457,24 +335,12 @@ def _gc_stats(log: Path) -> tuple[str, float] | None:
     return None
 
 
-class Tags:
-    """Unique message tags, echoed back by the fake model so answers match messages exactly."""
-
-    def __init__(self) -> None:
-        self._n = 0
-
-    def take(self, count: int) -> list[str]:
-        out = [f"q{self._n + i:07d}" for i in range(count)]
-        self._n += count
-        return out
-
-
 async def run_side(
     side: Side, args: argparse.Namespace, harness: Harness, redis_url: str
 ) -> Result:
     result = Result(side)
-    tg, tg_base = await harness.fake("fake-telegram")
-    ai_children = await harness.fake("fake-openai")
+    tg, tg_base = await harness.fake(_SELF, "fake-telegram")
+    ai_children = await harness.fake(_SELF, "fake-openai")
     _, ai_base = ai_children
     warm = [WARMUP_BASE + i for i in range(args.warmup)]
     burst = [BURST_BASE + i for i in range(args.chats)]
@@ -606,17 +472,6 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value * 1000:.1f}"
 
 
-def _commit(root: Path) -> str:
-    def git(*args: str) -> str:
-        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-        return out.stdout.strip()
-
-    dirty = git(
-        "status", "--porcelain", "--", "switchboard", "channels", "agent", "storage", "service"
-    )
-    return f"{git('rev-parse', '--short', 'HEAD') or '?'}{' +uncommitted changes' if dirty else ''}"
-
-
 def print_table(results: list[Result], args: argparse.Namespace, redis_version: str) -> None:
     print()
     print(
@@ -723,14 +578,6 @@ async def driver(args: argparse.Namespace) -> int:
         print_table(results, args, str(version))
     bad = any(r.error or r.missing or r.duplicates for r in results)
     return 1 if bad else 0
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def main() -> int:

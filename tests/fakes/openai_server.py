@@ -6,7 +6,9 @@ chunk when `stream_options.include_usage` asks for one). It checks what the real
 the agent could get wrong: the bearer key (401 otherwise), and that every assistant tool call is
 answered by a tool message and every tool message answers a call (400 otherwise, with OpenAI's
 wording). Every request is recorded (body and headers). With `cost` set, every usage block also
-carries `"cost": <USD>` the way OpenRouter reports what a call cost.
+carries `"cost": <USD>` the way OpenRouter reports what a call cost. With `delay` set, every
+completion waits that many seconds before answering (without using CPU), as a real model takes
+wall time (benchmarks use it).
 
 Its script, on the last message:
 - a tool result -> "The tool said: <content>."
@@ -20,6 +22,7 @@ Its script, on the last message:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -53,6 +56,7 @@ class FakeOpenAI:
     requests: list[Recorded] = field(default_factory=list)
     base_url: str = ""
     cost: float | None = None  # OpenRouter-style `usage.cost` in USD on every response
+    delay: float = 0.0  # seconds every completion waits before answering
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
 
@@ -84,6 +88,8 @@ class FakeOpenAI:
         if problem:
             return _error(400, problem, None)
         text, calls = self._script(body)
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
         if body.get("stream"):
             return await self._stream(request, body, text, calls)
         message: dict[str, Any] = {"role": "assistant", "content": text if not calls else None}

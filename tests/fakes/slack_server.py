@@ -31,6 +31,7 @@ class ApiCall:
     token: str
     status: int = 200
     response: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic, compare=False)  # when it was answered
 
 
 def signed_headers(
