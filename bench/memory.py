@@ -16,7 +16,8 @@ grows less than 10% from message 2,000 to message 20,000 of the soak.
    the fake Bot API's `getUpdates`, the adapter, the inbox, the manager, the agent, Redis
    checkpoints, `sendMessage` — round-robin over `--chats` private chats, `--every` at a time;
    RSS is sampled after each batch is answered. Printed: the curve and the growth from the
-   sample at `--from` messages to the last.
+   sample at `--from` messages to the last, and the service's CPU per message. Telegram's limit of
+   30 sends per second per bot paces the replies, so the full soak takes about 11 minutes.
 
 Every party is its own process (fakes, Valkey, the service), only 127.0.0.1 is used, and
 everything stops by itself. Exit status 1 when a budget is missed or messages go unanswered.
