@@ -7,16 +7,23 @@ are listed in `DemoChatModel`'s docstring.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
@@ -159,6 +166,45 @@ class DemoChatModel(BaseChatModel):
         if step.delay_s:
             await asyncio.sleep(step.delay_s)
         return _result(step, len(messages))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """Streamed only when someone listens for tokens (SWITCHBOARD_STREAMING); `ainvoke`
+        alone takes `_agenerate`."""
+        step = _script(messages)
+        if step.delay_s:
+            await asyncio.sleep(step.delay_s)
+        for chunk in _chunks(step, len(messages)):
+            if run_manager is not None:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+
+def _chunks(step: _Step, position: int) -> list[ChatGenerationChunk]:
+    """The step as a real model would stream it: word by word (a tool call in one piece)."""
+    message = _result(step, position).generations[0].message
+    if step.tool:
+        call = message.tool_calls[0]  # type: ignore[attr-defined]
+        chunk = AIMessageChunk(
+            content="",
+            tool_call_chunks=[
+                {
+                    "name": call["name"],
+                    "args": json.dumps(call["args"]),
+                    "id": call["id"],
+                    "index": 0,
+                    "type": "tool_call_chunk",
+                }
+            ],
+        )
+        return [ChatGenerationChunk(message=chunk)]
+    words = re.split(r"(?<=\s)", step.text) or [""]
+    return [ChatGenerationChunk(message=AIMessageChunk(content=word)) for word in words]
 
 
 def _result(step: _Step, position: int) -> ChatResult:

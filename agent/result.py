@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 __all__ = ["ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
+
+
+TextSink = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +21,10 @@ class TurnContext:
     conversation_key: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     fence: str = ""  # the thread-lock token; checkpoints are written only while it holds
+    on_text: TextSink | None = field(default=None, compare=False, repr=False)
+    """Streaming: called with each piece of assistant text as the model writes it."""
+    on_status: TextSink | None = field(default=None, compare=False, repr=False)
+    """Streaming: called with a short status when the agent starts a tool step."""
 
 
 @dataclass(frozen=True, slots=True)

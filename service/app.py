@@ -161,6 +161,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             max_input_chars=settings.max_input_chars,
             max_concurrent_turns=settings.max_concurrent_turns,
             sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
+            streaming=settings.streaming == "on",
         ),
         usage=usage,
     )

@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     redis_max_connections: int = Field(
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
     )
+    streaming: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_STREAMING"))
+    """`on`: replies appear as they are written; `off`: one final message."""
     role: Literal["all", "ingress", "worker"] = Field(
         "all", validation_alias=_env("SWITCHBOARD_ROLE")
     )

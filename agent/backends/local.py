@@ -27,7 +27,7 @@ from typing import Any
 
 import structlog
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
@@ -151,7 +151,10 @@ class LocalGraphRunner:
         )
         graph = self.graph
         try:
-            output = await graph.ainvoke(payload, config, durability="exit")
+            if context.on_text is not None:
+                output = await _streamed(graph, payload, config, context)
+            else:
+                output = await graph.ainvoke(payload, config, durability="exit")
         except SwitchboardError:
             raise
         except LoopStopped:
@@ -198,6 +201,40 @@ class LocalGraphRunner:
             config["run_name"] = str(metadata.get("trace_name") or self._tracing.trace_name)
             config["tags"] = list(self._tracing.tags)
         return config
+
+
+async def _streamed(
+    graph: Any, payload: Any, config: RunnableConfig, context: TurnContext
+) -> dict[str, Any]:
+    """`ainvoke`'s result, while handing the model's text to `context.on_text` as it is
+    written (LangGraph's "messages" stream) and announcing tool steps to `context.on_status`.
+    Only assistant text reaches the sinks: tool-call arguments and tool output never do."""
+    assert context.on_text is not None
+    latest: dict[str, Any] = {}
+    interrupts: list[Interrupt] = []
+    announced: set[str] = set()
+    async for mode, chunk in graph.astream(
+        payload, config, stream_mode=["updates", "values", "messages"], durability="exit"
+    ):
+        if mode == "values" and isinstance(chunk, dict):
+            latest = chunk
+        elif mode == "updates" and isinstance(chunk, dict) and "__interrupt__" in chunk:
+            interrupts.extend(chunk["__interrupt__"])
+        elif mode == "messages":
+            message, meta = chunk
+            if not isinstance(message, AIMessageChunk | AIMessage):
+                continue
+            if (meta or {}).get("langgraph_node") == "tools":
+                continue  # a tool's own model calls are not the reply
+            for call in getattr(message, "tool_call_chunks", None) or message.tool_calls or ():
+                name = call.get("name")
+                if name and name not in announced and context.on_status is not None:
+                    announced.add(name)
+                    await context.on_status(f"Using {name}…")
+            text = message.text if isinstance(message.content, str | list) else ""
+            if text:
+                await context.on_text(text)
+    return {**latest, "__interrupt__": interrupts} if interrupts else latest
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:

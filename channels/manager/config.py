@@ -51,3 +51,4 @@ class ManagerConfig:
     max_deliveries: int = 5  # an entry handed out this often is answered with an error instead
     retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # storage errors, before reclaim
     sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for
+    streaming: bool = False  # show replies as they are written, where the adapter can

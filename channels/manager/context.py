@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from agent.result import TurnContext, TurnResult
-from channels.adapter import Adapter
+from channels.adapter import Adapter, ReplyStream
 from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
 from storage import Lock
@@ -70,6 +70,7 @@ class TurnSession:
     sent_ids: list[str] = field(default_factory=list)  # the last reply's messages, to remember
     sent_chat: str = ""
     charge: tuple[InboundMessage, TurnResult] | None = None  # the last turn's cost, and payer
+    stream: ReplyStream | None = None  # the streamed reply waiting for its final text
 
 
 def turn_context(msg: InboundMessage, *, fence: str) -> TurnContext:

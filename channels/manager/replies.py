@@ -42,10 +42,13 @@ class Responder:
     async def send_text(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
         return await adapter.send(target, render_chunks(text, adapter.capabilities))
 
-    async def send_reply(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
+    def reply_chunks(self, adapter: Adapter, text: str) -> list[Chunk]:
+        """The reply as the platform shows it (the same whether streamed or not)."""
         caps = adapter.capabilities
-        chunks = render_chunks(text, caps) or render_chunks(FALLBACK_REPLY, caps)
-        sent = await adapter.send(target, chunks)
+        return render_chunks(text, caps) or render_chunks(FALLBACK_REPLY, caps)
+
+    async def send_reply(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
+        sent = await adapter.send(target, self.reply_chunks(adapter, text))
         metrics.MESSAGES_OUT.labels(platform=str(target.platform)).inc(len(sent.message_ids))
         return sent
 

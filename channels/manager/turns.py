@@ -29,11 +29,11 @@ from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
+from channels.manager.runs import AgentRuns, LockLost
 from channels.message import Platform
 from storage import Slot, SlotState
-from storage.checkpoint import FencedOut
 from storage.thread_queue import sortable_entry_id
-from switchboard.errors import AgentError, StorageError
+from switchboard.errors import StorageError
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk
@@ -47,10 +47,6 @@ _FULL_TEXT = (
     "Please send it again after my next reply."
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
-
-
-class _LockLost(Exception):
-    """The thread lock expired under a running turn; another worker answers the batch."""
 
 
 class TurnScheduler:
@@ -70,14 +66,12 @@ class TurnScheduler:
         self._questions = questions
         self._say = responder
         self._config = config
-        self._running: dict[str, asyncio.Task[TurnResult]] = {}
+        self._runs = AgentRuns(
+            runtime=runtime, locks=stores.locks, responder=responder, config=config
+        )
 
     def stop_local(self, thread_id: str) -> bool:
-        turn = self._running.get(thread_id)
-        if turn is None or turn.done():
-            return False
-        turn.cancel()
-        return True
+        return self._runs.stop_local(thread_id)
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -149,7 +143,7 @@ class TurnScheduler:
         try:
             while slot.state is SlotState.RUN:
                 slot = await self._batch(session, slot)
-        except _LockLost:
+        except LockLost:
             _log.warning("lock.lost")
             await self._hand_back(session, release=False)
         except StorageError as exc:
@@ -200,7 +194,7 @@ class TurnScheduler:
         session.context = turn_context(last, fence=session.lock.token)
         structlog.contextvars.bind_contextvars(thread_id=session.thread_id)
         started = time.perf_counter()
-        result = await self._turn(session, batch)
+        result = await self._runs.run(session, batch)
         if result is not None:
             structlog.contextvars.bind_contextvars(run_id=result.run_id)
             session.charge = (last, result)
@@ -218,10 +212,15 @@ class TurnScheduler:
     async def _deliver(self, session: TurnSession, result: TurnResult, asker_id: str) -> None:
         adapter, target = session.adapter, session.target
         assert target is not None
+        stream, session.stream = session.stream, None
         if result.question is not None:
+            if stream is not None:  # a question is sent whole, with its buttons
+                await stream.cancel(None)
             sent = await self._questions.ask(
                 adapter, target, session.thread_id, asker_id, result.question
             )
+        elif stream is not None:
+            sent = await stream.finish(self._say.reply_chunks(adapter, result.reply_text))
         else:
             sent = await self._say.send_reply(adapter, target, result.reply_text)
         session.sent_ids = list(sent.message_ids)
@@ -259,70 +258,6 @@ class TurnScheduler:
         if own is not None and sortable_entry_id(own) in batch.entry_ids:
             session.own_entry = None
         return results[0]
-
-    async def _turn(self, session: TurnSession, batch: Batch) -> TurnResult | None:
-        """The agent run, kept alive by the lock keeper; None when the user already got an
-        answer some other way (stopped, timed out, failed with a reference id)."""
-        runner = self._runtime.resume if batch.resume else self._runtime.run_turn
-        thread_id, adapter, target = session.thread_id, session.adapter, session.target
-        assert target is not None
-        turn = asyncio.create_task(
-            runner(thread_id, batch.text, session.context), name=f"turn:{thread_id}"
-        )
-        self._running[thread_id] = turn
-        lost = asyncio.Event()
-        keeper = asyncio.create_task(self._keep(session, turn, lost), name=f"lock:{thread_id}")
-        answered = asyncio.Event()
-        typing = asyncio.create_task(self._say.typing_until(adapter, target, answered))
-        try:
-            try:
-                return await asyncio.wait_for(turn, self._config.turn_timeout_s)
-            finally:
-                answered.set()
-                await typing
-        except asyncio.CancelledError:
-            if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
-            if lost.is_set():
-                raise _LockLost from None
-            _log.info("turn.stopped")
-            await self._say.send_text(adapter, target, "Stopped.")
-        except FencedOut:
-            raise _LockLost from None
-        except StorageError:
-            raise  # not an answer: the batch stays queued and is run again once Redis is back
-        except TimeoutError:
-            _log.warning("turn.timed_out", timeout_s=self._config.turn_timeout_s)
-            await self._say.report(adapter, target, AgentError("turn timed out"))
-        except Exception as exc:
-            await self._say.report(adapter, target, exc)
-        finally:
-            keeper.cancel()
-            self._running.pop(thread_id, None)
-        return None
-
-    async def _keep(
-        self, session: TurnSession, turn: asyncio.Task[TurnResult], lost: asyncio.Event
-    ) -> None:
-        """Extend the lock while the turn runs; honour `/stop` from any process; cancel the turn
-        when the lock is gone (its checkpoint write would be refused anyway)."""
-        lock = session.lock
-        interval = max(0.05, min(1.0, lock.ttl_s / 3))
-        while not turn.done():
-            await asyncio.sleep(interval)
-            try:
-                held, stop = await self._s.locks.keep(lock)
-            except StorageError as exc:
-                _log.warning("lock.extend_failed", error=str(exc))
-                continue
-            if not held:
-                lost.set()
-                turn.cancel()
-                return
-            if stop:
-                _log.info("turn.stop_requested")
-                turn.cancel()
-                return
 
 
 def _adapter_for(slot: Slot, adapters: dict[Platform, Adapter]) -> Adapter | None:

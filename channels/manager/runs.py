@@ -1,0 +1,168 @@
+"""One agent run for a batch: kept alive by the lock keeper, shown as typing or as a streamed
+reply, cancelled by `/stop`, a timeout or a lost lock.
+
+With streaming on and an adapter that `Streams`, the model's text goes to a `ReplyStream` as it
+is written; the turn's delivery then settles that stream on the final chunks (`finish`), or takes
+it back before a question is sent whole (`cancel`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import structlog
+
+from agent.result import TurnResult
+from channels.adapter import ReplyStream, Streams
+from channels.manager.batches import Batch
+from channels.manager.config import ManagerConfig, TurnRunner
+from channels.manager.context import TurnSession
+from channels.manager.replies import Responder
+from storage import ThreadLocks
+from storage.checkpoint import FencedOut
+from switchboard.errors import AgentError, StorageError
+
+__all__ = ["AgentRuns", "LockLost"]
+
+_log = structlog.get_logger(__name__)
+
+STOPPED_TEXT = "Stopped."
+STOPPED_NOTE = "(stopped)"
+
+
+class LockLost(Exception):
+    """The thread lock expired under a running turn; another worker answers the batch."""
+
+
+class _Shown:
+    """What a streamed turn has shown so far; the first text also ends the typing hint."""
+
+    def __init__(self, stream: ReplyStream, answered: asyncio.Event) -> None:
+        self.stream = stream
+        self._answered = answered
+        self._parts: list[str] = []
+
+    @property
+    def anything(self) -> bool:
+        return bool(self._parts)
+
+    async def text(self, delta: str) -> None:
+        self._answered.set()
+        self._parts.append(delta)
+        await self.stream.update("".join(self._parts))
+
+    async def status(self, line: str) -> None:
+        self._parts.clear()  # a tool step: what follows is a new answer, not a continuation
+        await self.stream.status(line)
+
+
+class AgentRuns:
+    def __init__(
+        self,
+        *,
+        runtime: TurnRunner,
+        locks: ThreadLocks,
+        responder: Responder,
+        config: ManagerConfig,
+    ) -> None:
+        self._runtime = runtime
+        self._locks = locks
+        self._say = responder
+        self._config = config
+        self._running: dict[str, asyncio.Task[TurnResult]] = {}
+
+    def stop_local(self, thread_id: str) -> bool:
+        turn = self._running.get(thread_id)
+        if turn is None or turn.done():
+            return False
+        turn.cancel()
+        return True
+
+    async def run(self, session: TurnSession, batch: Batch) -> TurnResult | None:
+        """The agent's result; None when the user already got an answer another way (stopped,
+        timed out, failed with a reference id). A kept stream is left in `session.stream`."""
+        runner = self._runtime.resume if batch.resume else self._runtime.run_turn
+        thread_id, adapter, target = session.thread_id, session.adapter, session.target
+        assert target is not None
+        answered = asyncio.Event()
+        shown: _Shown | None = None
+        context = session.context
+        if self._config.streaming and isinstance(adapter, Streams):
+            shown = _Shown(adapter.open_stream(target), answered)
+            context = replace(context, on_text=shown.text, on_status=shown.status)
+        turn = asyncio.create_task(runner(thread_id, batch.text, context), name=f"turn:{thread_id}")
+        self._running[thread_id] = turn
+        lost = asyncio.Event()
+        keeper = asyncio.create_task(self._keep(session, turn, lost), name=f"lock:{thread_id}")
+        typing = asyncio.create_task(self._say.typing_until(adapter, target, answered))
+        try:
+            try:
+                result = await asyncio.wait_for(turn, self._config.turn_timeout_s)
+            finally:
+                answered.set()
+                await typing
+            session.stream = shown.stream if shown is not None else None
+            return result
+        except asyncio.CancelledError:
+            if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            if lost.is_set():
+                await _take_back(shown)
+                raise LockLost from None
+            _log.info("turn.stopped")
+            if shown is not None and shown.anything:
+                await shown.stream.cancel(STOPPED_NOTE)
+            else:
+                await _take_back(shown)
+                await self._say.send_text(adapter, target, STOPPED_TEXT)
+        except FencedOut:
+            await _take_back(shown)
+            raise LockLost from None
+        except StorageError:
+            await _take_back(shown)
+            raise  # not an answer: the batch stays queued and is run again once Redis is back
+        except TimeoutError:
+            _log.warning("turn.timed_out", timeout_s=self._config.turn_timeout_s)
+            await _take_back(shown)
+            await self._say.report(adapter, target, AgentError("turn timed out"))
+        except Exception as exc:
+            await _take_back(shown)
+            await self._say.report(adapter, target, exc)
+        finally:
+            keeper.cancel()
+            self._running.pop(thread_id, None)
+        return None
+
+    async def _keep(
+        self, session: TurnSession, turn: asyncio.Task[TurnResult], lost: asyncio.Event
+    ) -> None:
+        """Extend the lock while the turn runs; honour `/stop` from any process; cancel the turn
+        when the lock is gone (its checkpoint write would be refused anyway)."""
+        lock = session.lock
+        interval = max(0.05, min(1.0, lock.ttl_s / 3))
+        while not turn.done():
+            await asyncio.sleep(interval)
+            try:
+                held, stop = await self._locks.keep(lock)
+            except StorageError as exc:
+                _log.warning("lock.extend_failed", error=str(exc))
+                continue
+            if not held:
+                lost.set()
+                turn.cancel()
+                return
+            if stop:
+                _log.info("turn.stop_requested")
+                turn.cancel()
+                return
+
+
+async def _take_back(shown: _Shown | None) -> None:
+    """Remove a partial streamed reply; a failure only leaves it visible."""
+    if shown is None:
+        return
+    try:
+        await shown.stream.cancel(None)
+    except Exception as exc:  # the stream is cosmetic here: never mask the real outcome
+        _log.warning("stream.cancel_failed", error=type(exc).__name__)
