@@ -161,11 +161,22 @@ class Inbox:
 
     async def touch(self, ids: list[str]) -> None:
         """Reset the idle time of entries this consumer still works on (a long turn), so no
-        other consumer reclaims them."""
+        other consumer reclaims them. Only entries still ours are touched: one another consumer
+        reclaimed while we stalled is its now, and claiming it back would run it twice."""
         if not ids:
             return
         try:
-            await self._r.xclaim(self.key, GROUP, self.consumer, 0, ids, justid=True)
+            rows = await self._r.xpending_range(
+                self.key,
+                GROUP,
+                min="-",
+                max="+",
+                count=max(len(ids), 1000),
+                consumername=self.consumer,
+            )
+            mine = sorted({_text(r["message_id"]) for r in rows} & set(ids))
+            if mine:
+                await self._r.xclaim(self.key, GROUP, self.consumer, 0, mine, justid=True)
         except RedisError as exc:
             raise StorageError(f"inbox touch failed: {exc.__class__.__name__}") from None
 

@@ -193,3 +193,21 @@ async def test_pending_entries_whose_data_was_deleted_come_back_as_gone(
     await live.finish(gone_ids)
     rows = await redis.xpending_range(keys.inbox(), GROUP, min="-", max="+", count=10)
     assert [r["message_id"].decode() for r in rows] == [kept]
+
+
+async def test_touch_never_takes_back_an_entry_another_consumer_reclaimed(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    stalled, other = _inbox(redis, keys, "stalled"), _inbox(redis, keys, "other")
+    await stalled.ensure_group()
+    entry_id = await stalled.append(b"slow")
+    await stalled.read(count=10, block_s=0.05)
+
+    async def reclaimed() -> list:  # type: ignore[type-arg]
+        entries, _gone = await other.reclaim(count=10)
+        return entries
+
+    await wait_until(reclaimed, timeout=5.0)  # the stalled consumer's entry passed to `other`
+    await stalled.touch([entry_id])  # the stalled one wakes up and keeps "its" entries fresh
+    rows = await redis.xpending_range(keys.inbox(), GROUP, min="-", max="+", count=10)
+    assert [r["consumer"].decode() for r in rows] == ["other"]
