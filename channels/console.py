@@ -8,6 +8,11 @@ the data dir), no line-length limit (the tty's 4095-character canonical buffer i
 keys handled at once: Ctrl-C or Ctrl-D at the prompt leave (status 0), Ctrl-C while an answer is
 being written stops it (`/stop`). Piped input is read line by line in a daemon thread, so the
 event loop (lock keeper, spinner) never blocks and leaving never waits for a blocked read.
+
+A streamed reply is printed as it is written: each update prints only what its plain rendering
+adds to what is on screen, so the finished line reads exactly as `send` would have printed it.
+A line whose markup may still change (an open `**`, a link, a heading) is held back until it is
+complete; nothing printed is ever taken back.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import signal
 import sys
 import threading
@@ -30,9 +36,11 @@ from channels.adapter import (
     Deliver,
     Markup,
     QuestionPrompt,
+    ReplyStream,
     SentRef,
 )
 from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.render import render_chunks
 
 __all__ = ["LIMITS", "ConsoleAdapter", "to_inbound"]
 
@@ -48,6 +56,8 @@ PROMPT = "you> "
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _EXIT = {"/quit", "/exit"}
 _CONSOLE_HELP = "/quit — leave the console (Ctrl-D too; Ctrl-C stops an answer in progress)\n"
+_UNSETTLED = re.compile(r"[*_`~\[\]()<>\\#|]")  # markup whose rendering may still change
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 
 
 def to_inbound(
@@ -94,6 +104,7 @@ class ConsoleAdapter:
         self._turn: asyncio.Future[None] | None = None
         self._stopping: asyncio.Future[None] | None = None
         self._reading: asyncio.Future[str | None] | None = None
+        self._live = False  # a streamed reply's line is open (the spinner keeps off it)
 
     def use_data_dir(self, data_dir: Path) -> None:
         """Keep the prompt history in `data_dir` and name its `console.log` in the banner, so a
@@ -196,6 +207,18 @@ class ConsoleAdapter:
             ids.append(str(next(self._ids)))
         return SentRef(target.chat_id, tuple(ids))
 
+    def open_stream(self, target: ReplyTarget) -> ReplyStream:
+        """Tokens printed as they arrive, on the `bot> ` line `send` would have printed."""
+        return _ConsoleStream(self, target)
+
+    def _stream_line(self, open_: bool) -> None:
+        if open_ and not self._live and self._spinner:
+            self._write("\r\033[K")  # the spinner's line becomes the reply's
+        self._live = open_
+
+    def _next_id(self) -> str:
+        return str(next(self._ids))
+
     async def ask(
         self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
     ) -> SentRef:
@@ -223,11 +246,13 @@ class ConsoleAdapter:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            self._write("\r\033[K")
+            if not self._live:
+                self._write("\r\033[K")
 
     async def _spin(self) -> None:
         for frame in itertools.cycle(_SPINNER):
-            self._write(f"\r{frame} thinking…")
+            if not self._live:
+                self._write(f"\r{frame} thinking…")
             await asyncio.sleep(0.1)
 
     async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
@@ -238,6 +263,69 @@ class ConsoleAdapter:
 
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
         return True
+
+
+class _ConsoleStream:
+    """One streamed reply on the console (see the module docstring)."""
+
+    def __init__(self, console: ConsoleAdapter, target: ReplyTarget) -> None:
+        self._console = console
+        self._target = target
+        self._printed = ""  # the part of the reply's first line(s) already on screen
+        self._status_shown = False
+
+    async def update(self, text: str) -> None:
+        shown = _settled(text)
+        if len(shown) <= len(self._printed) or not shown.startswith(self._printed):
+            return
+        if not self._printed:
+            self._console._stream_line(True)
+            self._console._write("bot> ")
+        self._console._write(shown[len(self._printed) :])
+        self._printed = shown
+
+    async def status(self, line: str) -> None:
+        """Shown once, before any text (printed text cannot be replaced on a terminal)."""
+        if self._printed or self._status_shown:
+            return
+        self._status_shown = True
+        self._console._write(f"… {line}\n")
+
+    async def finish(self, chunks: Sequence[Chunk]) -> SentRef:
+        rest = list(chunks)
+        if self._printed:
+            if rest and rest[0].text.startswith(self._printed):
+                self._console._write(rest.pop(0).text[len(self._printed) :] + "\n")
+                ids = [self._console._next_id()]
+            else:  # cannot happen for text the model only added to; say it all again
+                self._console._write("\n")
+                ids = []
+            self._console._stream_line(False)
+        else:
+            ids = []
+        sent = await self._console.send(self._target, rest)
+        return SentRef(self._target.chat_id, (*ids, *sent.message_ids))
+
+    async def cancel(self, note: str | None = None) -> SentRef | None:
+        if not self._printed:
+            return None
+        self._console._write((f" {note}" if note else "") + "\n")
+        self._console._stream_line(False)
+        return SentRef(self._target.chat_id, (self._console._next_id(),)) if note else None
+
+
+def _settled(text: str) -> str:
+    """The plain rendering of the reply so far, without a last line whose markup may still
+    render differently once more is written (or the fence an open code block is closed with)."""
+    chunks = render_chunks(text, LIMITS) if text.strip() else []
+    if not chunks:
+        return ""
+    shown = chunks[0].text
+    last_raw = text.rsplit("\n", 1)[-1]
+    if _UNSETTLED.search(last_raw) or len(_FENCE.findall(text)) % 2:
+        cut = shown.rfind("\n")
+        shown = shown[:cut] if cut >= 0 else ""
+    return shown.rstrip()
 
 
 def _settle(future: asyncio.Future[str | None], line: str | None) -> None:

@@ -35,6 +35,7 @@ from channels.adapter import (
     Deliver,
     Markup,
     QuestionPrompt,
+    ReplyStream,
     SentRef,
     deliver_until_taken,
 )
@@ -56,9 +57,11 @@ from channels.discord.events import (
     to_inbound,
 )
 from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.streaming import EditStream, MessageOps
 from switchboard.errors import PlatformAuthError, PlatformError
 
 __all__ = [
+    "EDIT_INTERVAL_S",
     "INTENTS",
     "LIMITS",
     "BotIdentity",
@@ -78,6 +81,8 @@ LIMITS = Capabilities(
 )
 
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+
+EDIT_INTERVAL_S = 1.2  # Discord allows 5 edits per 5 s in a channel; keep under it
 
 _NO_PINGS = discord.AllowedMentions.none()
 _PLATFORM = str(Platform.DISCORD)
@@ -433,6 +438,34 @@ class DiscordAdapter:
             )
         view.stop()  # presses are decoded from the custom id, so discord.py need not store it
         return await self._send_all(target, chunks or [Chunk(text="…", plain="…")], view)
+
+    def open_stream(self, target: ReplyTarget) -> ReplyStream:
+        """The first text as a message (replying like `send`), then edits at most one per
+        `EDIT_INTERVAL_S`, continued in new messages past 2000 characters; discord.py waits out
+        any 429 itself, which only slows the stream."""
+
+        async def post(chunk: Chunk, first: bool) -> str:
+            channel = self._messageable(target.chat_id)
+            reference = self._reference(target) if first else None
+            extra: dict[str, Any] = {"reference": reference} if reference is not None else {}
+            async with translated("send"):
+                sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
+            return str(sent.id)
+
+        async def edit(message_id: str, chunk: Chunk) -> None:
+            await self.edit(target, message_id, chunk)
+
+        async def delete(message_id: str) -> None:
+            message = self._messageable(target.chat_id).get_partial_message(int(message_id))
+            async with translated("delete"):
+                await message.delete()
+
+        return EditStream(
+            chat_id=target.chat_id,
+            caps=LIMITS,
+            ops=MessageOps(post=post, edit=edit, delete=delete),
+            interval=EDIT_INTERVAL_S,
+        )
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))

@@ -47,6 +47,7 @@ from channels.adapter import (
     Deliver,
     Markup,
     QuestionPrompt,
+    ReplyStream,
     SentRef,
 )
 from channels.message import InboundMessage, Platform, ReplyTarget
@@ -58,6 +59,7 @@ from channels.slack.events import (
     parse_button_value,
     to_inbound,
 )
+from channels.slack.stream import Refusals, SlackStream
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
 __all__ = [
@@ -156,6 +158,7 @@ class SlackAdapter:
         self._me: BotIdentity | None = None
         self._me_lock = asyncio.Lock()
         self._stopped = False
+        self._stream_refusals = Refusals()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -262,6 +265,22 @@ class SlackAdapter:
         fallback = last.text or "Choose an option:"
         ids.append(await self._post(target, fallback, blocks=question_blocks(last.text, prompt)))
         return SentRef(target.chat_id, tuple(ids))
+
+    def open_stream(
+        self, target: ReplyTarget, *, recipient_id: str | None = None
+    ) -> ReplyStream:
+        """Slack's streaming API in the reply thread, or posted-and-edited messages where it
+        is refused (`channels/slack/stream.py`). Outside DMs Slack wants the recipient: pass
+        the sender's user id as `recipient_id`, or channels fall back to edits."""
+        return SlackStream(
+            client=self._client,
+            api=self._api,
+            post=self._post,
+            target=target,
+            caps=LIMITS,
+            refusals=self._stream_refusals,
+            recipient_id=recipient_id,
+        )
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         await self._api(

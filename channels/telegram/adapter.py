@@ -60,6 +60,7 @@ from channels.adapter import (
     Deliver,
     Markup,
     QuestionPrompt,
+    ReplyStream,
     SentRef,
     deliver_until_taken,
 )
@@ -74,6 +75,7 @@ from channels.telegram.inbound import (
     wants_text_notice,
 )
 from channels.telegram.pacing import Pacer
+from channels.telegram.stream import DraftStream, edit_stream
 from switchboard.errors import ConfigError, PlatformError, SwitchboardError
 
 __all__ = ["LIMITS", "BotIdentity", "TelegramAdapter", "is_for_bot", "to_inbound"]
@@ -323,6 +325,13 @@ class TelegramAdapter:
         ]
         keyboard = InlineKeyboardMarkup(inline_keyboard=rows)
         return await self._send_all(target, chunks or [_plain_chunk("?")], keyboard=keyboard)
+
+    def open_stream(self, target: ReplyTarget) -> ReplyStream:
+        """Drafts in a private chat (user ids are positive), an edited message in groups and
+        forum topics (`channels/telegram/stream.py`)."""
+        if not target.chat_id.startswith("-"):
+            return DraftStream(api=self._api, target=target, caps=LIMITS, send=self.send)
+        return edit_stream(api=self._api, target=target, caps=LIMITS, send=self.send)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         fields: dict[str, Any] = {

@@ -21,6 +21,7 @@ from aiogram import Bot
 from aiogram.exceptions import AiogramError, TelegramBadRequest, TelegramRetryAfter
 from aiogram.methods import (
     AnswerCallbackQuery,
+    DeleteMessage,
     DeleteWebhook,
     EditMessageText,
     GetChatMember,
@@ -28,6 +29,7 @@ from aiogram.methods import (
     GetUpdates,
     SendChatAction,
     SendMessage,
+    SendMessageDraft,
     SetMessageReaction,
     SetMyCommands,
     SetWebhook,
@@ -56,6 +58,7 @@ _RESPONSE_TYPES = tuple(
     Response[method.__returning__]  # type: ignore[name-defined]
     for method in (
         AnswerCallbackQuery,
+        DeleteMessage,
         DeleteWebhook,
         EditMessageText,
         GetChatMember,
@@ -63,6 +66,7 @@ _RESPONSE_TYPES = tuple(
         GetUpdates,
         SendChatAction,
         SendMessage,
+        SendMessageDraft,
         SetMessageReaction,
         SetMyCommands,
         SetWebhook,
@@ -94,7 +98,7 @@ class BotCalls:
 
     async def html(
         self,
-        method: type[SendMessage] | type[EditMessageText],
+        method: type[SendMessage] | type[EditMessageText] | type[SendMessageDraft],
         fields: dict[str, Any],
         chunk: Chunk,
         *,

@@ -1,7 +1,8 @@
 """A fake Discord: the REST routes discord.py calls plus a v10 JSON gateway, on 127.0.0.1.
 
 The real discord.py client talks to it unchanged (pointed here through `DISCORD_API_BASE` /
-`DISCORD_GATEWAY_URL`). REST calls are recorded with their JSON bodies; the gateway speaks HELLO,
+`DISCORD_GATEWAY_URL`). REST calls are recorded with their JSON bodies and arrival times (messages
+can be created, edited and deleted; content over 2000 characters is refused); the gateway speaks HELLO,
 IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, RESUME → (replayed events) RESUMED, and compresses
 frames the way the client asked (`zstd-stream`, `zlib-stream`, or none). Tests drive it:
 `user_message(...)` / `press(...)` dispatch MESSAGE_CREATE / INTERACTION_CREATE, `reconnect()`
@@ -19,6 +20,7 @@ import contextlib
 import itertools
 import json
 import re
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ TOKEN = "fake-discord-token"
 _TS = "2024-01-01T00:00:00.000000+00:00"
 _MANAGE_GUILD = 1 << 5
 _MENTION = re.compile(r"<@!?(\d+)>")
+_MAX_CONTENT = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,7 @@ class Call:
     path: str  # without the /api/v10 prefix
     json: Any
     query: dict[str, str]
+    at: float = field(default_factory=time.monotonic, compare=False)  # when it was received
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +388,7 @@ class FakeDiscord:
             ("GET", r"/gateway/bot", self._gateway_bot),
             ("POST", r"/channels/(?P<cid>\d+)/messages", self._create_message),
             ("PATCH", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._edit_message),
+            ("DELETE", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._delete_message),
             ("POST", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/threads", self._thread),
             ("PUT", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/reactions/[^/]+/@me", self._ok),
             ("POST", r"/channels/(?P<cid>\d+)/typing", self._ok),
@@ -426,6 +431,8 @@ class FakeDiscord:
             return _error(404, 10003, "Unknown Channel")
         if channel["type"] == 1 and channel["recipients"][0]["id"] in self.dm_closed:
             return _error(403, 50007, "Cannot send messages to this user")
+        if len(body.get("content") or "") > _MAX_CONTENT:
+            return _error(400, 50035, "Invalid Form Body: content must be 2000 or fewer in length")
         reference = (body.get("message_reference") or {}).get("message_id")
         data = self._message(cid, self.bot, body.get("content") or "", reference=reference)
         data["components"] = body.get("components") or []
@@ -436,12 +443,21 @@ class FakeDiscord:
         message = self.messages.get(mid)
         if message is None or message["channel_id"] != cid:
             return _error(404, 10008, "Unknown Message")
+        if len(body.get("content") or "") > _MAX_CONTENT:
+            return _error(400, 50035, "Invalid Form Body: content must be 2000 or fewer in length")
         if "content" in body:
             message["content"] = body["content"]
         if "components" in body:
             message["components"] = body["components"]
         message["edited_timestamp"] = _TS
         return _json(message)
+
+    async def _delete_message(self, body: Any, cid: str, mid: str) -> web.Response:
+        message = self.messages.get(mid)
+        if message is None or message["channel_id"] != cid:
+            return _error(404, 10008, "Unknown Message")
+        del self.messages[mid]
+        return web.Response(status=204)
 
     async def _thread(self, body: Any, cid: str, mid: str) -> web.Response:
         if self.thread_failure is not None:

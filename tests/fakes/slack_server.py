@@ -5,6 +5,11 @@ over the wire, in Slack's own JSON shapes. Every Web API call is recorded (`call
 `fail_next` makes the next N calls of a method answer 429 with `Retry-After`. The websocket sends
 `hello` on connect; `push_event` / `push_action` send envelopes and `wait_ack` waits for the
 client's ack of one. `signed_headers` builds Events API request headers the way Slack signs them.
+
+Streaming: `chat.startStream` / `chat.appendStream` / `chat.stopStream` keep each streamed
+message's markdown in `messages` (by channel and ts; posts, updates and deletes are kept there
+too). Outside DMs a stream needs `recipient_user_id` and `recipient_team_id`, as Slack's does;
+`refuse_streaming = "feature_not_enabled"` (or any error code) refuses every stream start.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class FakeSlack:
     calls: list[ApiCall] = field(default_factory=list)
     acks: dict[str, dict[str, Any]] = field(default_factory=dict)
     connections: int = 0
+    refuse_streaming: str | None = None  # an error code for every chat.startStream
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _failures: dict[str, list[int]] = field(default_factory=dict)
     _reactions: set[tuple[str, str, str]] = field(default_factory=set)
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -312,17 +319,78 @@ class FakeSlack:
         message.update(user=self.bot_user_id, bot_id=self.bot_id)
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
+        self.messages[(str(params["channel"]), ts)] = dict(message)
         return {"ok": True, "channel": params["channel"], "ts": ts, "message": message}
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("channel") or not params.get("ts"):
             return {"ok": False, "error": "message_not_found"}
+        stored = self.messages.get((str(params["channel"]), str(params["ts"])))
+        if stored is not None:
+            if stored.get("streaming"):
+                return {"ok": False, "error": "message_not_in_streaming_state"}
+            stored["text"] = params.get("text", "")
         return {
             "ok": True,
             "channel": params["channel"],
             "ts": params["ts"],
             "text": params.get("text", ""),
         }
+
+    def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.messages.pop((str(params.get("channel")), str(params.get("ts"))), None) is None:
+            return {"ok": False, "error": "message_not_found"}
+        return {"ok": True, "channel": params["channel"], "ts": params["ts"]}
+
+    def _m_chat_startStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.refuse_streaming:
+            return {"ok": False, "error": self.refuse_streaming}
+        channel = str(params.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D") and not (
+            params.get("recipient_user_id") and params.get("recipient_team_id")
+        ):
+            return {"ok": False, "error": "missing_recipient_user_id"}
+        ts = self.next_ts()
+        self.messages[(channel, ts)] = {
+            "type": "message",
+            "ts": ts,
+            "thread_ts": params["thread_ts"],
+            "text": str(params.get("markdown_text") or ""),
+            "streaming": True,
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+        }
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _m_chat_appendStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        stored = self.messages.get((str(params.get("channel")), str(params.get("ts"))))
+        if stored is None:
+            return {"ok": False, "error": "message_not_found"}
+        if not stored.get("streaming"):
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        if not params.get("markdown_text"):
+            return {"ok": False, "error": "no_text"}
+        stored["text"] += str(params["markdown_text"])
+        return {"ok": True, "channel": params["channel"], "ts": params["ts"]}
+
+    def _m_chat_stopStream(self, params: dict[str, Any]) -> dict[str, Any]:
+        stored = self.messages.get((str(params.get("channel")), str(params.get("ts"))))
+        if stored is None:
+            return {"ok": False, "error": "message_not_found"}
+        if not stored.get("streaming"):
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        stored["text"] += str(params.get("markdown_text") or "")
+        stored["streaming"] = False
+        return {"ok": True, "channel": params["channel"], "ts": params["ts"], "message": stored}
+
+    def texts_in(self, channel: str) -> list[str]:
+        """What the bot's messages in a channel read now (after edits and deletes), oldest
+        first."""
+        return [m["text"] for (c, _), m in sorted(self.messages.items()) if c == channel]
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("channel") or not params.get("user"):

@@ -8,6 +8,10 @@ update became available), renders HTML the way Telegram does (unknown tags and s
 "can't parse entities", over 4096 UTF-16 units is "message is too long"), and can fail the next N
 calls of a method with a 429 `retry_after` or any other error.
 
+Streaming: `sendMessageDraft` works in private chats only, like Telegram's, and keeps each
+draft's latest visible text in `drafts` (a draft is dropped once the bot sends a message there);
+`deleteMessage` removes a bot message from the chat.
+
 Test helpers build realistic payloads: `dm()`/`group()` chats, `say()` for a user message (with
 mention and command entities computed like Telegram's), `press()` for a button press,
 `create_topic()` for forum topics (whose messages carry Telegram's implicit reply to the topic's
@@ -45,9 +49,20 @@ _JSON_FIELDS = frozenset(
     }
 )
 _INT_FIELDS = frozenset(
-    {"chat_id", "message_id", "message_thread_id", "user_id", "offset", "limit", "timeout"}
+    {
+        "chat_id",
+        "message_id",
+        "message_thread_id",
+        "user_id",
+        "offset",
+        "limit",
+        "timeout",
+        "draft_id",
+    }
 )
-_BOOL_FIELDS = frozenset({"show_alert", "drop_pending_updates", "disable_notification"})
+_BOOL_FIELDS = frozenset(
+    {"show_alert", "drop_pending_updates", "disable_notification", "can_stop", "keep_on_stop"}
+)
 _HTML_TAGS = frozenset(
     {
         "b",
@@ -102,6 +117,7 @@ class FakeTelegram:
     messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     admins: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     reactions_allowed: bool = True
+    drafts: dict[tuple[int, int], str] = field(default_factory=dict)  # (chat, draft_id) -> text
 
     def __post_init__(self) -> None:
         self.bot_id = int(self.token.split(":", 1)[0])
@@ -436,7 +452,32 @@ class FakeTelegram:
             message["reply_markup"] = markup
         self.messages[(chat["id"], mid)] = message
         self._bot_ids[chat["id"]].append(mid)
+        for key in [k for k in self.drafts if k[0] == chat["id"]]:
+            del self.drafts[key]  # Telegram drops the draft once the bot sends
         return message
+
+    async def _m_sendmessagedraft(self, params: dict[str, Any]) -> Any:
+        chat = self._chat(params["chat_id"])
+        if chat["type"] != "private":
+            raise _ApiError(400, "Bad Request: method is available only in private chats")
+        draft_id = params.get("draft_id")
+        if not isinstance(draft_id, int) or draft_id == 0:
+            raise _ApiError(400, "Bad Request: draft_id must be non-zero")
+        text = params.get("text", "")
+        self.drafts[(chat["id"], draft_id)] = (
+            _visible(text, params.get("parse_mode")) if text else ""
+        )
+        return True
+
+    async def _m_deletemessage(self, params: dict[str, Any]) -> Any:
+        key = (params["chat_id"], params["message_id"])
+        message = self.messages.get(key)
+        if message is None:
+            raise _ApiError(400, "Bad Request: message to delete not found")
+        del self.messages[key]
+        if message.get("from", {}).get("id") == self.bot_id:
+            self._bot_ids[key[0]].remove(key[1])
+        return True
 
     async def _m_editmessagetext(self, params: dict[str, Any]) -> Any:
         key = (params["chat_id"], params["message_id"])
