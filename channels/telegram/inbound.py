@@ -5,7 +5,9 @@ Functions accept either wire-format dicts or aiogram objects; dicts are validate
 types first, so both go through the same code.
 
 Rules (DESIGN.md's thread table):
-- private chat: every human message with text (or a caption); the chat is the conversation;
+- private chat: every human message with text (or a caption), or with a photo, document, voice
+  note, audio or video alone (stickers, polls, locations are not delivered); the chat is the
+  conversation;
 - group: only a mention of `@botname`, a reply to one of the bot's messages, or a command
   addressed to us (`/cmd@botname`, or a plain `/cmd` we know); `/cmd@OtherBot` is never ours;
 - a new group chain is anchored at the mentioning message; a reply to the bot is anchored at the
@@ -22,13 +24,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Message, MessageEntity, Update
+from pydantic import Field, ValidationError
 
 from channels.message import Attachment, ButtonPress, InboundMessage, Platform
 
 __all__ = [
     "KNOWN_COMMANDS",
     "BotIdentity",
+    "QuestionOption",
     "callback_data",
     "is_for_bot",
     "parse_callback_data",
@@ -41,8 +46,6 @@ KNOWN_COMMANDS = frozenset({"help", "new", "status", "stop", "link", "unlink", "
 shared group must not start our conversations."""
 
 _GROUP_TYPES = frozenset({"group", "supergroup"})
-_QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,12}")
-_CALLBACK = re.compile(r"q:([A-Za-z0-9_-]{1,12}):(\d{1,2})")
 _COMMAND = re.compile(r"/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?")
 _MEDIA_KINDS = (
     ("photo", "image"),
@@ -54,6 +57,19 @@ _MEDIA_KINDS = (
     ("video_note", "video"),
     ("sticker", "sticker"),
 )
+_READABLE = frozenset({"image", "file", "audio", "video"})
+"""Attachment kinds handed to the agent (stickers are not): a message of these alone is delivered."""
+_DEFAULT_NAMES = {
+    "photo": "photo.jpg",
+    "voice": "voice.ogg",
+    "video_note": "video_note.mp4",
+    "video": "video.mp4",
+    "animation": "animation.mp4",
+    "audio": "audio",
+    "document": "document",
+    "sticker": "sticker.webp",
+}
+_DEFAULT_MIMES = {"photo": "image/jpeg", "voice": "audio/ogg", "video_note": "video/mp4"}
 _NON_TEXT = frozenset(
     {
         "photo",
@@ -86,21 +102,31 @@ class BotIdentity:
         return bool(self.username) and name.lstrip("@").lower() == self.username.lower()
 
 
+class QuestionOption(CallbackData, prefix="q"):
+    """A clarification button's payload, `q:<question id>:<option>`: aiogram packs and checks
+    it, well inside Telegram's 64-byte limit."""
+
+    question_id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,12}$")
+    option: int = Field(ge=0, lt=100)
+
+
 def callback_data(question_id: str, option_index: int) -> str:
-    """The button payload for one option; well inside Telegram's 64-byte limit."""
-    if not _QUESTION_ID.fullmatch(question_id) or not 0 <= option_index < 100:
-        raise ValueError("question id must be 1-12 url-safe characters, index 0-99")
-    return f"q:{question_id}:{option_index}"
+    """The button payload for one option."""
+    try:
+        return QuestionOption(question_id=question_id, option=option_index).pack()
+    except ValidationError:
+        raise ValueError("question id must be 1-12 url-safe characters, index 0-99") from None
 
 
 def parse_callback_data(data: str | None) -> tuple[str, int] | None:
     """Undo `callback_data`; anything else (old buttons, forged payloads) is None."""
     if not data:
         return None
-    match = _CALLBACK.fullmatch(data)
-    if match is None:
+    try:
+        option = QuestionOption.unpack(data)
+    except (TypeError, ValueError):  # wrong prefix or arity; pydantic's errors are ValueErrors
         return None
-    return match.group(1), int(match.group(2))
+    return option.question_id, option.option
 
 
 def is_for_bot(message: Message | dict[str, Any], me: BotIdentity) -> bool:
@@ -129,6 +155,8 @@ def wants_text_notice(update: Update | dict[str, Any], me: BotIdentity) -> bool:
         return False
     if m.text is not None or m.caption is not None:
         return False
+    if any(a.kind in _READABLE for a in _attachments(m)):
+        return False  # delivered: the files are the message
     return any(getattr(m, field, None) is not None for field in _NON_TEXT)
 
 
@@ -146,8 +174,11 @@ def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage
     if not is_for_bot(m, me):
         return None
     raw_text = m.text if m.text is not None else m.caption
+    attachments = _attachments(m)
     if raw_text is None:
-        return None
+        if not any(a.kind in _READABLE for a in attachments):
+            return None
+        raw_text = ""  # a photo, document or voice note alone: the files are the message
     entities = (m.entities if m.text is not None else m.caption_entities) or []
     sender = m.from_user
     assert sender is not None  # is_for_bot checked it
@@ -179,7 +210,7 @@ def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage
         is_topic=topic,
         reply_to_id=None if reply_to is None else str(reply_to.message_id),
         reply_to_bot=replied is not None,
-        attachments=_attachments(m),
+        attachments=attachments,
         event_ids=(f"u{update_id}",),
         raw=m,
     )
@@ -328,12 +359,14 @@ def _attachments(m: Message) -> tuple[Attachment, ...]:
         value = getattr(m, field_name, None)
         if value is None:
             continue
-        item = value[-1] if isinstance(value, list) else value
+        item = value[-1] if isinstance(value, list) else value  # photo sizes: largest last
         found.append(
             Attachment(
                 kind=kind,
-                name=getattr(item, "file_name", None) or "",
+                name=getattr(item, "file_name", None) or _DEFAULT_NAMES.get(field_name, ""),
                 size=getattr(item, "file_size", None) or 0,
+                mime=getattr(item, "mime_type", None) or _DEFAULT_MIMES.get(field_name, ""),
+                file_id=getattr(item, "file_id", None) or "",
             )
         )
     return tuple(found)
