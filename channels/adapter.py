@@ -16,7 +16,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import structlog
 
-from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from switchboard.errors import SwitchboardError
 
 _log = structlog.get_logger(__name__)
@@ -28,10 +28,12 @@ __all__ = [
     "Chunk",
     "Deliver",
     "ExclusiveReceiver",
+    "FetchesFiles",
     "Markup",
     "QuestionPrompt",
     "ReplyStream",
     "ReportsHealth",
+    "SendsFiles",
     "SentRef",
     "Streams",
     "deliver_until_taken",
@@ -164,6 +166,31 @@ class Streams(Protocol):
 
     def open_stream(self, target: ReplyTarget) -> ReplyStream:
         """A stream into the target's conversation; nothing is sent until the first update."""
+
+
+@runtime_checkable
+class FetchesFiles(Protocol):
+    """An adapter that can read the files its messages reference (`InboundMessage.attachments`).
+
+    The inbox carries references only; a worker fetches the bytes at turn time, once. `fetch`
+    raises `FileTooLarge` before downloading when the platform reported a size over `max_bytes`,
+    and while streaming when it did not (no file is ever buffered past the cap); any other
+    failure is a `PlatformError` whose text names no token or signed URL."""
+
+    async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The file's bytes, at most `max_bytes` of them."""
+
+
+@runtime_checkable
+class SendsFiles(Protocol):
+    """An adapter that uploads files natively (a document, a photo) into a conversation."""
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The platform's upload limit for a bot; bigger files get a notice instead."""
+
+    async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
+        """Upload one file into the target's thread; `FileTooLarge` over `max_upload_bytes`."""
 
 
 @runtime_checkable

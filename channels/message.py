@@ -52,10 +52,16 @@ _PREFIX_PLATFORM = {v: k for k, v in _KEY_PREFIX.items()}
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
+    """A file on the platform, by reference: the inbox and thread queues carry this, never the
+    bytes (the worker fetches them at turn time through the adapter's `FetchesFiles`). Plain
+    strings and ints only, so the codec round-trips it as JSON."""
+
     kind: str  # "image", "file", "audio", "video", "sticker", ...
     name: str = ""
-    url: str = ""
-    size: int = 0
+    url: str = ""  # Slack url_private, Discord CDN url ("" on Telegram: see file_id)
+    size: int = 0  # bytes as the platform reported them; 0 = unknown
+    mime: str = ""  # the platform's claim; the agent sniffs the bytes and trusts those
+    file_id: str = ""  # Telegram's file_id, resolved with getFile
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@
     ├── AccessDenied                 "access"
     └── PlatformError(platform, code) "platform"
         ├── PlatformRateLimited(retry_after)   "rate_limited"
-        └── PlatformAuthError                  "auth"
+        ├── PlatformAuthError                  "auth"
+        └── FileTooLarge(size, limit)          "file_too_large"
 
 SDK, redis and provider exceptions are translated at the layer that meets them and never leave it.
 """
@@ -18,6 +19,7 @@ __all__ = [
     "AccessDenied",
     "AgentError",
     "ConfigError",
+    "FileTooLarge",
     "PlatformAuthError",
     "PlatformError",
     "PlatformRateLimited",
@@ -69,3 +71,15 @@ class PlatformRateLimited(PlatformError):
 
 class PlatformAuthError(PlatformError):
     category = "auth"
+
+
+class FileTooLarge(PlatformError):
+    """A file over a size limit (an inbound fetch or an outbound upload): refused before or
+    while its bytes move, never buffered whole. `size` is what is known (0 = unknown)."""
+
+    category = "file_too_large"
+
+    def __init__(self, message: str, *, platform: str, size: int = 0, limit: int = 0) -> None:
+        super().__init__(message, platform=platform, code="too_large")
+        self.size = size
+        self.limit = limit

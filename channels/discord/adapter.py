@@ -56,7 +56,8 @@ from channels.discord.events import (
     thread_name,
     to_inbound,
 )
-from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
+from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.streaming import EditStream, MessageOps
 from switchboard.errors import PlatformAuthError, PlatformError
 
@@ -466,6 +467,18 @@ class DiscordAdapter:
             ops=MessageOps(post=post, edit=edit, delete=delete),
             interval=EDIT_INTERVAL_S,
         )
+
+    # -- files (`FetchesFiles`, `SendsFiles`: channels/discord/files.py) ------------------------
+
+    max_upload_bytes = MAX_UPLOAD_BYTES
+
+    async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
+        files = DiscordFiles(client=self._client, reference=self._reference)
+        return await files.fetch(attachment, max_bytes)
+
+    async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
+        files = DiscordFiles(client=self._client, reference=self._reference)
+        return await files.send_file(target, name, data, mime)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))

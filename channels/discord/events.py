@@ -101,8 +101,9 @@ def _attachment(data: Mapping[str, Any]) -> Attachment:
     return Attachment(
         kind=kind,
         name=str(data.get("filename", "")),
-        url=str(data.get("url", "")),
+        url=str(data.get("url", "")),  # a signed CDN URL: fetched as is, never logged
         size=int(data.get("size") or 0),
+        mime=content_type,
     )
 
 

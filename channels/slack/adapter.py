@@ -50,7 +50,7 @@ from channels.adapter import (
     ReplyStream,
     SentRef,
 )
-from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.slack.blocks import question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
@@ -59,6 +59,7 @@ from channels.slack.events import (
     parse_button_value,
     to_inbound,
 )
+from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
 from channels.slack.stream import Refusals, SlackStream
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
@@ -281,6 +282,17 @@ class SlackAdapter:
             refusals=self._stream_refusals,
             recipient_id=recipient_id,
         )
+
+    # -- files (`FetchesFiles`, `SendsFiles`: channels/slack/files.py) --------------------------
+
+    max_upload_bytes = MAX_UPLOAD_BYTES
+
+    async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
+        return await SlackFiles(client=self._client, call=self._api).fetch(attachment, max_bytes)
+
+    async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
+        files = SlackFiles(client=self._client, call=self._api)
+        return await files.send_file(target, name, data, mime)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         await self._api(

@@ -210,6 +210,7 @@ def _attachment(file: Mapping[str, Any]) -> Attachment:
     return Attachment(
         kind=kind,
         name=str(file.get("name") or ""),
-        url=str(file.get("url_private") or ""),
+        url=str(file.get("url_private") or ""),  # read with the bot token (adapter `fetch`)
         size=int(file.get("size") or 0),
+        mime=mimetype,
     )

@@ -64,9 +64,10 @@ from channels.adapter import (
     SentRef,
     deliver_until_taken,
 )
-from channels.message import InboundMessage, Platform, ReplyTarget
+from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.telegram.calls import BotCalls
 from channels.telegram.errors import TokenRedaction, is_not_modified
+from channels.telegram.files import MAX_UPLOAD_BYTES, TelegramFiles
 from channels.telegram.inbound import (
     BotIdentity,
     callback_data,
@@ -139,6 +140,7 @@ class TelegramAdapter:
         except TokenValidationError:
             raise ConfigError("TELEGRAM_BOT_TOKEN is not a valid bot token") from None
         self._api = BotCalls(bot=self._bot, token=token, pacer=pacer)
+        self._files = TelegramFiles(bot=self._bot, api=self._api)
         self._deliver = deliver
         self._mode = mode
         self._webhook_url = webhook_url
@@ -332,6 +334,16 @@ class TelegramAdapter:
         if not target.chat_id.startswith("-"):
             return DraftStream(api=self._api, target=target, caps=LIMITS, send=self.send)
         return edit_stream(api=self._api, target=target, caps=LIMITS, send=self.send)
+
+    # -- files (`FetchesFiles`, `SendsFiles`: channels/telegram/files.py) -----------------------
+
+    max_upload_bytes = MAX_UPLOAD_BYTES
+
+    async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
+        return await self._files.fetch(attachment, max_bytes)
+
+    async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
+        return await self._files.send_file(target, name, data, mime)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         fields: dict[str, Any] = {

@@ -146,6 +146,8 @@ def test_attachments_are_normalised() -> None:
     )
     kinds = [(a.kind, a.name, a.size) for a in to_inbound(payload, ME).attachments]
     assert kinds == [("image", "a.png", 10), ("file", "b.zip", 20)]
+    refs = [(a.url, a.mime) for a in to_inbound(payload, ME).attachments]
+    assert refs == [("https://x/a.png", "image/png"), ("https://x/b.zip", "")]
 
 
 def test_thread_name_is_the_first_line_within_100_chars() -> None:

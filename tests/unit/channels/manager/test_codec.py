@@ -36,13 +36,18 @@ def test_a_typed_message_with_every_field_set_round_trips() -> None:
         is_topic=True,
         reply_to_id="70",
         reply_to_bot=True,
-        attachments=(Attachment("image", "cat.png", "https://x/cat.png", 1234), Attachment("file")),
+        attachments=(
+            Attachment("image", "cat.png", "https://x/cat.png", 1234, "image/png"),
+            Attachment("file", "a.pdf", size=9, mime="application/pdf", file_id="BQACAgQ"),
+            Attachment("file"),
+        ),
         event_ids=("update-9", "ev-1"),
     )
     back = decode_message(encode_message(msg))
     assert back == msg
     assert back.platform is Platform.TELEGRAM
     assert isinstance(back.attachments, tuple) and back.attachments[0].size == 1234
+    assert back.attachments[1].file_id == "BQACAgQ" and back.attachments[1].mime == "application/pdf"
     assert isinstance(back.event_ids, tuple)
 
 

@@ -134,6 +134,10 @@ def test_file_share_becomes_attachments() -> None:
         ("image", "cat.png", 10),
         ("file", "notes.txt", 3),
     ]
+    assert [(a.url, a.mime) for a in msg.attachments] == [
+        ("https://f/1", "image/png"),
+        ("", "text/plain"),
+    ]
 
 
 def test_slack_escapes_are_undone_and_mention_with_label_is_stripped() -> None:

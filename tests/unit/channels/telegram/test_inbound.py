@@ -323,3 +323,36 @@ def test_callback_data_round_trips_and_fits_64_bytes() -> None:
     assert parse_callback_data(data) == ("AbCdEfGhIjKl", 99)
     with pytest.raises(ValueError):
         callback_data("has space", 0)
+
+
+def test_photo_reference_is_the_largest_size_with_its_file_id() -> None:
+    sizes = [
+        {"file_id": "small", "file_unique_id": "u1", "width": 90, "height": 60, "file_size": 9},
+        {"file_id": "big", "file_unique_id": "u2", "width": 1280, "height": 853, "file_size": 99},
+    ]
+    msg = to_inbound(update(message(None, caption="look", photo=sizes)), ME)
+    assert msg is not None and msg.text == "look"
+    (photo,) = msg.attachments
+    assert (photo.kind, photo.file_id, photo.size, photo.mime) == ("image", "big", 99, "image/jpeg")
+    assert photo.name == "photo.jpg"
+
+
+def test_document_or_voice_alone_in_a_dm_is_delivered_without_a_notice() -> None:
+    doc = {
+        "file_id": "d1",
+        "file_unique_id": "du",
+        "file_name": "report.pdf",
+        "mime_type": "application/pdf",
+        "file_size": 1234,
+    }
+    data = update(message(None, document=doc))
+    msg = to_inbound(data, ME)
+    assert msg is not None and msg.text == "" and not wants_text_notice(data, ME)
+    assert [(a.kind, a.name, a.mime, a.file_id, a.size) for a in msg.attachments] == [
+        ("file", "report.pdf", "application/pdf", "d1", 1234)
+    ]
+    voice = {"file_id": "v1", "file_unique_id": "vu", "duration": 2, "mime_type": "audio/ogg"}
+    msg = to_inbound(update(message(None, voice=voice)), ME)
+    assert msg is not None and [(a.kind, a.name) for a in msg.attachments] == [
+        ("audio", "voice.ogg")
+    ]

@@ -1,0 +1,64 @@
+"""Slack files: `url_private` downloads with the bot token, uploads with `files_upload_v2`.
+
+Why apart from the adapter: the bot token travels in the download's Authorization header, and
+only here; errors name the step and HTTP status, never the URL. Uploads go through slack-sdk's
+`files_upload_v2` (files.getUploadURLExternal, the upload, files.completeUploadExternal), which
+shares the file into the conversation's thread. Slack accepts files up to 1 GB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from channels.adapter import SentRef
+from channels.files import check_size, download
+from channels.message import Attachment, Platform, ReplyTarget
+from switchboard.errors import FileTooLarge, PlatformError
+
+__all__ = ["MAX_UPLOAD_BYTES", "SlackFiles"]
+
+MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
+_PLATFORM = str(Platform.SLACK)
+
+ApiCall = Callable[[Awaitable[AsyncSlackResponse]], Awaitable[AsyncSlackResponse]]
+
+
+class SlackFiles:
+    """File transfer for one bot token; `call` is the adapter's error-translating Web API call."""
+
+    def __init__(self, *, client: AsyncWebClient, call: ApiCall) -> None:
+        self._client = client
+        self._call = call
+
+    async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
+        if not attachment.url.startswith(("https://", "http://")):
+            raise PlatformError("slack: attachment has no download URL", platform=_PLATFORM)
+        check_size(attachment.size, max_bytes, platform=_PLATFORM)
+        headers = {"Authorization": f"Bearer {self._client.token}"}
+        # No redirects: Slack answers a bad token with a redirect to a login page (HTML), which
+        # must fail here rather than reach the model as the file.
+        return await download(
+            attachment.url, max_bytes, platform=_PLATFORM, headers=headers, allow_redirects=False
+        )
+
+    async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise FileTooLarge(
+                "slack: file over the upload limit",
+                platform=_PLATFORM,
+                size=len(data),
+                limit=MAX_UPLOAD_BYTES,
+            )
+        await self._call(
+            self._client.files_upload_v2(
+                channel=target.chat_id,
+                thread_ts=target.thread_anchor,
+                filename=name or "file",
+                title=name or "file",
+                content=data,
+            )
+        )
+        return SentRef(chat_id=target.chat_id, message_ids=())
