@@ -27,6 +27,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
+from agent.attachments import split_content
 from agent.reply import content_text, is_injected
 from agent.tools import CLARIFICATION_TOOL, TIME_TOOL
 
@@ -123,7 +124,12 @@ class DemoChatModel(BaseChatModel):
     - `loop N` -> calls `current_time` with identical (empty) args N times, one call per
       response, then answers "Loop finished."
     - `boom` -> raises RuntimeError
+    - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
+      file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I can't read
+      <name>.", then " You said: <text>" when there is text
     - anything else -> "You said: <text>"
+
+    Only the user's own words (the text blocks before the file blocks) are matched by the rules.
 
     Tool calls are answered by ToolMessages of this turn; a rule counts them to know where it is.
     `bind_tools` returns the model itself: the rules name their tools, so there is nothing to
@@ -225,7 +231,8 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
     start = _last_human_index(messages)
     if start is None:
         return _Step(text="You said: ")
-    text = content_text(messages[start].content).strip()
+    words, notes, _ = split_content(messages[start].content)
+    text = words.strip()
     low = text.lower()
     results = [m for m in messages[start + 1 :] if isinstance(m, ToolMessage)]
 
@@ -259,7 +266,25 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         return _Step(text="Loop finished.")
     if low == "boom":
         raise RuntimeError("the demo model was asked to fail")
+    if notes:
+        seen = " ".join(_seen(note) for note in notes)
+        return _Step(text=f"{seen} You said: {text}" if text else seen)
     return _Step(text=f"You said: {text}")
+
+
+_IMAGE_SEEN = re.compile(r"\[image: .*, (\d+x\d+)\]")
+_FILE_READ = re.compile(r"\[file: (.+?) \(([^)]*)\)\]\n(.*)", re.DOTALL)
+
+
+def _seen(note: str) -> str:
+    """What the demo says about one attachment note (see the class docstring)."""
+    if match := _IMAGE_SEEN.fullmatch(note):
+        return f"I see an image ({match.group(1)})."
+    if match := _FILE_READ.fullmatch(note):
+        first = " ".join(match.group(3).split()[:8])
+        return f"I read {match.group(1)}: {first}"
+    name = note[len("[file: ") :].split(" (", 1)[0] if note.startswith("[file: ") else "a file"
+    return f"I can't read {name}."
 
 
 def _capped(match: re.Match[str], make: Callable[[int], str]) -> _Step:

@@ -5,10 +5,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
+__all__ = ["FileData", "ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
 
 
 TextSink = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class FileData:
+    """A file's bytes crossing the agent/channels boundary: one the user sent (fetched by the
+    manager, `TurnContext.files`) or one the agent made (`TurnResult.files`). `mime` is a claim;
+    `agent.attachments` sniffs the bytes before trusting it."""
+
+    name: str
+    mime: str
+    data: bytes = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +36,9 @@ class TurnContext:
     """Streaming: called with each piece of assistant text as the model writes it."""
     on_status: TextSink | None = field(default=None, compare=False, repr=False)
     """Streaming: called with a short status when the agent starts a tool step."""
+    files: tuple[FileData, ...] = field(default=(), repr=False)
+    """The files that came with this turn's messages (already fetched, within the size limit);
+    they reach the model as content blocks beside the text (`agent.attachments`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +98,4 @@ class TurnResult:
     run_id: str
     question: Question | None = None
     usage: TurnUsage = field(default_factory=TurnUsage)  # every model call of this run
+    files: tuple[FileData, ...] = field(default=(), repr=False)  # sent after the reply, natively

@@ -162,6 +162,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             max_concurrent_turns=settings.max_concurrent_turns,
             sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
             streaming=settings.streaming == "on",
+            max_attachment_bytes=int(settings.max_attachment_mb * 1024 * 1024),
         ),
         usage=usage,
     )

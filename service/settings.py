@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     max_input_chars: int = Field(
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")
     )
+    max_attachment_mb: float = Field(
+        10, gt=0, le=1024, validation_alias=_env("SWITCHBOARD_MAX_ATTACHMENT_MB")
+    )
+    """Largest inbound file fetched and handed to the model; bigger ones get a notice."""
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))
     # Checkpoints are the bulk of Redis memory; a thread idle this long is deleted (0 = keep all).
     checkpoint_ttl_days: int = Field(

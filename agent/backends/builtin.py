@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from agent.attachments import LeanAttachmentsMiddleware
 from agent.backends.local import LocalGraphRunner
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
 from agent.mcp import McpServerStatus, load_mcp_tools
@@ -99,7 +100,7 @@ def build_builtin_graph(
         model,
         tools=tools,
         system_prompt=system_prompt,
-        middleware=[TurnMiddleware(ThreadRepairMiddleware(), loops)],
+        middleware=[LeanAttachmentsMiddleware(), TurnMiddleware(ThreadRepairMiddleware(), loops)],
         checkpointer=checkpointer,
     )
     if tracing is not None and tracing.callbacks:

@@ -9,7 +9,12 @@ one class, so they share what a turn means here:
   worker that dies mid-turn leaves the thread as the previous turn left it;
 - a `UsageMeter` per run (`TurnResult.usage`), loop-detection run bookkeeping, tracing metadata;
 - clarifications are interrupts: `resume` answers the waiting one with `Command(resume=…)`;
-- the reply is `extract_reply` of the final state: this turn's assistant text, or the question.
+- the reply is `extract_reply` of the final state: this turn's assistant text, or the question;
+  the turn's files are `turn_files` of it (`send_file` artifacts, a `files` state key);
+- files the user sent (`TurnContext.files`) become content blocks of the HumanMessage
+  (`agent.attachments`); an answer to a clarification that comes with files starts a new turn
+  instead of resuming (a tool result cannot carry an image) when the graph repairs its own
+  thread, and otherwise resumes with the files as text.
 
 A graph that cannot repair its own thread (the built-in one can: `ThreadRepairMiddleware`) gets
 `answer_on_turn=True`: a new message on a thread that waits for an answer resumes the question
@@ -32,6 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
 
+from agent.attachments import human_content, text_only, turn_files
 from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.reply import extract_reply
@@ -102,11 +108,17 @@ class LocalGraphRunner:
         """A new user message; if a clarification is waiting, the message answers it."""
         if self._answer_on_turn and await self._interrupts(thread_id):
             return await self.resume(thread_id, text, context)
-        payload = {"messages": [HumanMessage(content=text)]}
+        payload = {"messages": [await _human(text, context)]}
         return await self._invoke(thread_id, payload, context, resumed=False)
 
     async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult:
         """The answer to the waiting clarification; a new turn if nothing is waiting."""
+        if context.files and not self._answer_on_turn:
+            _log.info("agent.answer_with_files_as_turn", files=len(context.files))
+            payload = {"messages": [await _human(answer, context)]}
+            return await self._invoke(thread_id, payload, context, resumed=False)
+        if context.files:
+            answer = await asyncio.to_thread(text_only, answer, context.files)
         pending = await self._interrupts(thread_id)
         if not pending:
             _log.info("agent.resume_without_question")
@@ -176,7 +188,13 @@ class LocalGraphRunner:
             asked=question is not None,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return TurnResult(reply_text=reply, run_id=run_id, question=question, usage=meter.usage())
+        return TurnResult(
+            reply_text=reply,
+            run_id=run_id,
+            question=question,
+            usage=meter.usage(),
+            files=turn_files(output) if question is None else (),
+        )
 
     async def _finish(self, thread_id: str, run_id: str, clearing: asyncio.Future[None]) -> None:
         with contextlib.suppress(SwitchboardError):  # the 1 h TTL cleans up what this misses
@@ -235,6 +253,13 @@ async def _streamed(
             if text:
                 await context.on_text(text)
     return {**latest, "__interrupt__": interrupts} if interrupts else latest
+
+
+async def _human(text: str, context: TurnContext) -> HumanMessage:
+    """The turn's HumanMessage; decoding and downscaling images is CPU work, so off the loop."""
+    if not context.files:
+        return HumanMessage(content=text)
+    return HumanMessage(content=await asyncio.to_thread(human_content, text, context.files))
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:

@@ -159,7 +159,8 @@ class BudgetGate:
 
 
 class InputLimits:
-    """Text only (for now), and no more than the agent should be handed in one message."""
+    """Text or files (a message of stickers alone is not readable), and no more text than the
+    agent should be handed in one message."""
 
     def __init__(self, responder: Responder, max_chars: int) -> None:
         self._say = responder
@@ -167,7 +168,8 @@ class InputLimits:
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         msg = ctx.msg
-        if msg.button is None and not msg.text.strip():
+        readable = any(a.kind != "sticker" for a in msg.attachments)
+        if msg.button is None and not msg.text.strip() and not readable:
             await self._say.send_text(ctx.adapter, msg.target, UNSUPPORTED_TEXT)
             return Outcome.ANSWERED
         if len(msg.text) > self._max:

@@ -27,6 +27,7 @@ from channels.manager.batches import Batch, pick_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
+from channels.manager.files import fetch_batch_files, send_turn_files
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.runs import AgentRuns, LockLost
@@ -193,6 +194,15 @@ class TurnScheduler:
         session.target = target
         session.context = turn_context(last, fence=session.lock.token)
         structlog.contextvars.bind_contextvars(thread_id=session.thread_id)
+        files, notices = await fetch_batch_files(
+            session.adapter, batch.messages, self._config.max_attachment_bytes
+        )
+        for notice in notices:
+            await self._say.send_text(session.adapter, target, notice)
+        if files:
+            session.context = replace(session.context, files=tuple(files))
+        elif not batch.text.strip():
+            return ""  # every file was refused and there is no text: the notices answer it
         started = time.perf_counter()
         result = await self._runs.run(session, batch)
         if result is not None:
@@ -226,6 +236,7 @@ class TurnScheduler:
         session.sent_ids = list(sent.message_ids)
         session.sent_chat = sent.chat_id
         _log.info("reply.sent", chunks=len(sent.message_ids))
+        session.sent_ids += await send_turn_files(adapter, target, result.files, self._say)
 
     async def _finish(self, session: TurnSession, batch: Batch, question_id: str) -> Slot:
         """Record the batch answered (with the reply's ids, so replies to them find the thread)

@@ -61,7 +61,7 @@ async def test_tool_call_round_trip_over_the_wire(
     first, second = fake_openai.requests
     assert first.headers["Authorization"] == f"Bearer {API_KEY}"
     assert bool(first.body.get("stream")) is stream
-    assert sorted(first.tool_names) == ["ask_clarification", "current_time"]
+    assert sorted(first.tool_names) == ["ask_clarification", "current_time", "send_file"]
     assert first.messages[0] == {"role": "system", "content": "You are wired."}
     assistant, tool = second.messages[-2:]
     (call,) = assistant["tool_calls"]

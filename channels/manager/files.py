@@ -1,0 +1,92 @@
+"""Files at turn time: the batch's attachments fetched for the agent, the agent's files uploaded.
+
+Why here and not in the adapters: the inbox and thread queues carry references only, so a turn
+reads the bytes once, when it runs (a queued message keeps its attachments in its payload), and
+the size limit (`SWITCHBOARD_MAX_ATTACHMENT_MB`) is the operator's, not the platform's. A file
+that is too big or cannot be read gets a short notice naming it; the rest of the batch still goes
+to the agent. Outgoing files follow the reply, each as a native upload, with a notice instead
+of the file when the platform would refuse its size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import structlog
+
+from agent.result import FileData
+from channels.adapter import Adapter, FetchesFiles, SendsFiles
+from channels.manager.replies import Responder
+from channels.message import InboundMessage, ReplyTarget
+from switchboard.errors import FileTooLarge, PlatformError
+
+__all__ = ["fetch_batch_files", "send_turn_files"]
+
+_log = structlog.get_logger(__name__)
+_MB = 1024 * 1024
+
+
+async def fetch_batch_files(
+    adapter: Adapter, messages: Sequence[InboundMessage], max_bytes: int
+) -> tuple[list[FileData], list[str]]:
+    """The batch's files in message order, and one notice per file left out."""
+    wanted = [a for m in messages for a in m.attachments if a.kind != "sticker"]
+    if not wanted:
+        return [], []
+    if not isinstance(adapter, FetchesFiles):
+        return [], ["I can't open files sent here yet, so I only read the text."]
+    files: list[FileData] = []
+    notices: list[str] = []
+    for attachment in wanted:
+        name = attachment.name or "the file"
+        try:
+            data = await adapter.fetch(attachment, max_bytes)
+        except FileTooLarge as exc:
+            _log.info("attachment.too_large", size=exc.size, limit=max_bytes)
+            size = f" ({exc.size / _MB:.1f} MB)" if exc.size else ""
+            notices.append(
+                f"{name}{size} is over my {_mb(max_bytes)} MB limit for files, so I left it out."
+            )
+            continue
+        except PlatformError as exc:
+            _log.warning("attachment.fetch_failed", code=exc.code)
+            notices.append(f"I couldn't download {name}, so I left it out.")
+            continue
+        files.append(FileData(name=attachment.name, mime=attachment.mime, data=data))
+    _log.info("attachment.fetched", count=len(files), refused=len(notices))
+    return files, notices
+
+
+async def send_turn_files(
+    adapter: Adapter, target: ReplyTarget, files: Sequence[FileData], say: Responder
+) -> list[str]:
+    """Upload the agent's files after its reply; the ids of the messages they became."""
+    if not files:
+        return []
+    if not isinstance(adapter, SendsFiles):
+        await say.send_text(adapter, target, "I made a file for you, but I can't send files here.")
+        return []
+    ids: list[str] = []
+    for file in files:
+        name = file.name or "file"
+        if len(file.data) > adapter.max_upload_bytes:
+            await say.send_text(
+                adapter,
+                target,
+                f"{name} ({len(file.data) / _MB:.1f} MB) is too large to send here "
+                f"(the limit is {_mb(adapter.max_upload_bytes)} MB).",
+            )
+            continue
+        try:
+            sent = await adapter.send_file(target, name, file.data, file.mime)
+        except PlatformError as exc:
+            _log.warning("file.upload_failed", code=exc.code)
+            await say.send_text(adapter, target, f"I couldn't upload {name}.")
+            continue
+        ids.extend(sent.message_ids)
+    _log.info("file.sent", count=len(files))
+    return ids
+
+
+def _mb(size: int) -> str:
+    return f"{size / _MB:g}"
