@@ -83,6 +83,7 @@ class ReplyTarget:
     reply_to_id: str | None = None  # the user's message to reply to, where the platform threads so
     is_topic: bool = False  # Telegram forum topic: thread_anchor is message_thread_id
     workspace_id: str = ""
+    recipient_id: str = ""  # who the reply is for (Slack's streaming API wants it in channels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class InboundMessage:
             reply_to_id=None if self.is_dm else self.provider_message_id,
             is_topic=self.is_topic,
             workspace_id=self.workspace_id,
+            recipient_id=self.sender_id,
         )
 
     @property

@@ -271,8 +271,9 @@ class SlackAdapter:
         self, target: ReplyTarget, *, recipient_id: str | None = None
     ) -> ReplyStream:
         """Slack's streaming API in the reply thread, or posted-and-edited messages where it
-        is refused (`channels/slack/stream.py`). Outside DMs Slack wants the recipient: pass
-        the sender's user id as `recipient_id`, or channels fall back to edits."""
+        is refused (`channels/slack/stream.py`). Outside DMs Slack wants the recipient: the
+        target's `recipient_id` (the sender), unless given here; without one channels fall
+        back to edits."""
         return SlackStream(
             client=self._client,
             api=self._api,
@@ -280,7 +281,7 @@ class SlackAdapter:
             target=target,
             caps=LIMITS,
             refusals=self._stream_refusals,
-            recipient_id=recipient_id,
+            recipient_id=recipient_id or target.recipient_id or None,
         )
 
     # -- files (`FetchesFiles`, `SendsFiles`: channels/slack/files.py) --------------------------

@@ -92,6 +92,7 @@ async def make_stack(make_manager: Any) -> AsyncIterator[StackFactory]:
         await fake.start()
         fake.add_user("U1", "alice")
         fake.add_user("U2", "bob")
+        overrides.setdefault("streaming", "off")  # these tests read chat.postMessage calls
         manager = await make_manager(**overrides)
         seen: list[InboundMessage] = []
 
