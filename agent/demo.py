@@ -29,9 +29,9 @@ from langchain_core.tools import BaseTool
 
 from agent.attachments import split_content
 from agent.reply import content_text, is_injected
-from agent.tools import CLARIFICATION_TOOL, TIME_TOOL
+from agent.tools import CLARIFICATION_TOOL, SEND_FILE_TOOL, TIME_TOOL
 
-__all__ = ["GREETING", "MAX_DEMO_CHARS", "MAX_DEMO_DELAY_S", "DemoChatModel"]
+__all__ = ["DEMO_FILE_TEXT", "GREETING", "MAX_DEMO_CHARS", "MAX_DEMO_DELAY_S", "DemoChatModel"]
 
 GREETING = (
     "Hello! I'm Switchboard's demo agent. Ask me the time, say \"choose\" to get a question "
@@ -53,7 +53,12 @@ _GREETING_RE = re.compile(r"(hi|hello|hey)[\s!.?,]*")
 _LONG_RE = re.compile(r"long\s+(\d+)")
 _CODE_RE = re.compile(r"code\s+(\d+)")
 _SLOW_RE = re.compile(r"slow\s+(\d+(?:\.\d+)?)")
+_DRIP_RE = re.compile(r"drip\s+(\d+)")
+MAX_DRIP_WORDS = 100
+DRIP_EVERY_S = 0.1  # between streamed words: a reply that takes a few seconds to write
 _LOOP_RE = re.compile(r"loop\s+(\d+)")
+_FILE_RE = re.compile(r"file\s+([\w.-]{1,64})")
+DEMO_FILE_TEXT = "Hello from the demo agent.\n"
 
 _WORDS = [
     "switchboard",
@@ -99,6 +104,7 @@ class _Step:
     tool: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     delay_s: float = 0.0
+    drip_s: float = 0.0  # pause between streamed words (the `drip N` rule)
 
 
 class DemoChatModel(BaseChatModel):
@@ -116,6 +122,7 @@ class DemoChatModel(BaseChatModel):
     - `code N` -> a sentence, a ```python fenced block of about N characters, a sentence
       (N above MAX_DEMO_CHARS, for either: a one-line refusal instead)
     - `slow S` -> waits S seconds (float), then "Done after S s." (S at most MAX_DEMO_DELAY_S)
+    - `drip N` -> "w1 w2 … wN" (N at most MAX_DRIP_WORDS), streamed a word every DRIP_EVERY_S
     - `recall` -> "You first said: <first human message text of the thread>"
     - contains `time` -> calls `current_time`, then answers "It is <tool result>."
     - starts with `choose` -> calls `ask_clarification(question="Which one do you mean?",
@@ -123,6 +130,8 @@ class DemoChatModel(BaseChatModel):
       context="I need one detail.")`; after the resume answers "You chose: <answer>."
     - `loop N` -> calls `current_time` with identical (empty) args N times, one call per
       response, then answers "Loop finished."
+    - `file NAME` -> calls `send_file(name=NAME, content=DEMO_FILE_TEXT)`, then answers
+      "Here is NAME."
     - `boom` -> raises RuntimeError
     - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
       file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I can't read
@@ -189,6 +198,8 @@ class DemoChatModel(BaseChatModel):
             if run_manager is not None:
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
+            if step.drip_s:
+                await asyncio.sleep(step.drip_s)
 
 
 def _chunks(step: _Step, position: int) -> list[ChatGenerationChunk]:
@@ -248,6 +259,10 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         if float(match.group(1)) > MAX_DEMO_DELAY_S:
             return _Step(text=f"The demo waits at most {MAX_DEMO_DELAY_S:g} s.")
         return _Step(text=f"Done after {match.group(1)} s.", delay_s=float(match.group(1)))
+    if match := _DRIP_RE.fullmatch(low):
+        count = min(int(match.group(1)), MAX_DRIP_WORDS)
+        text = " ".join(f"w{i}" for i in range(1, count + 1))
+        return _Step(text=text, drip_s=DRIP_EVERY_S)
     if low == "recall":
         return _Step(text=f"You first said: {_first_human_text(messages)}")
     if "time" in low:
@@ -264,6 +279,10 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         if len(_results_of(results, TIME_TOOL)) < int(match.group(1)):
             return _Step(tool=TIME_TOOL)
         return _Step(text="Loop finished.")
+    if match := _FILE_RE.fullmatch(text):
+        if _results_of(results, SEND_FILE_TOOL):
+            return _Step(text=f"Here is {match.group(1)}.")
+        return _Step(tool=SEND_FILE_TOOL, args={"name": match.group(1), "content": DEMO_FILE_TEXT})
     if low == "boom":
         raise RuntimeError("the demo model was asked to fail")
     if notes:

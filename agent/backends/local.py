@@ -42,6 +42,7 @@ from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
+from agent.tools import CLARIFICATION_TOOL
 from agent.tracing import TracingConfig, run_metadata
 from agent.usage import ModelPrice, UsageMeter
 from storage.checkpoint import FENCE_KEY
@@ -246,6 +247,8 @@ async def _streamed(
                 continue  # a tool's own model calls are not the reply
             for call in getattr(message, "tool_call_chunks", None) or message.tool_calls or ():
                 name = call.get("name")
+                if name == CLARIFICATION_TOOL:
+                    continue  # the question itself is sent whole, never announced
                 if name and name not in announced and context.on_status is not None:
                     announced.add(name)
                     await context.on_status(f"Using {name}…")

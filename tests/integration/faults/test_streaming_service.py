@@ -1,0 +1,82 @@
+"""Streaming through the whole service (manager, agent, real aiogram adapter) on the fake Bot
+API: drafts in private chats and edits in groups while the model writes, then the same final
+text the non-streaming path sends; a question is never streamed; `off` sends one message."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.app import running_service
+from tests.fakes.telegram_server import FakeTelegram
+from tests.integration.faults.telegram_service import post_until_taken, settings_for
+from tests.support import wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+ANN = FakeTelegram.user(7, "Ann")
+WORDS = " ".join(f"w{i}" for i in range(1, 41))  # `drip 40`: 40 words, ~4 s of writing
+
+
+async def _ask(fake: FakeTelegram, core, update: dict) -> None:  # type: ignore[no-untyped-def]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{core.http_port}") as http:
+        await post_until_taken(http, update)
+
+
+async def test_a_private_reply_is_drafted_while_written_then_sent_once(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(fake.dm(ANN), ANN, "drip 40", push=False))
+        await wait_until(lambda: fake.bot_texts(ANN["id"]), timeout=30)
+        await core.manager.idle()
+    drafts = [c["text"] for c in fake.calls_to("sendMessageDraft", ok_only=True)]
+    assert len(drafts) >= 2, drafts  # several partial updates before the final one
+    assert all(WORDS.startswith(d.strip()) for d in drafts), drafts  # only what the model wrote
+    assert fake.bot_texts(ANN["id"]) == [WORDS]  # one final message, the whole reply
+    times = [c.at for c in fake.calls if c.method == "sendMessageDraft"]
+    assert all(b - a >= 0.9 for a, b in itertools.pairwise(times))  # ~1 per second
+
+
+async def test_a_group_reply_is_edited_while_written_and_ends_on_the_final_text(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    group = fake.group(-100200, "Team")
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(group, ANN, "@switchboard_test_bot drip 40", push=False))
+        await wait_until(lambda: fake.calls_to("editMessageText", ok_only=True), timeout=30)
+        await core.manager.idle()
+    sends = fake.calls_to("sendMessage", ok_only=True)
+    edits = [c["text"] for c in fake.calls_to("editMessageText", ok_only=True)]
+    assert len(sends) == 1 and len(edits) >= 2, (sends, edits)
+    assert edits[-1] == WORDS and fake.bot_texts(group["id"]) == [WORDS]
+
+
+async def test_a_question_is_sent_whole_with_its_buttons(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(fake.dm(ANN), ANN, "choose a colour", push=False))
+        await wait_until(lambda: fake.bot_texts(ANN["id"]), timeout=30)
+        await core.manager.idle()
+    (question,) = fake.calls_to("sendMessage", ok_only=True)
+    assert "Which one do you mean?" in question["text"] and question.get("reply_markup")
+    assert not fake.calls_to("sendMessageDraft")
+
+
+async def test_streaming_off_sends_one_message_and_no_drafts(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook", streaming="off")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(fake.dm(ANN), ANN, "drip 20", push=False))
+        await wait_until(lambda: fake.bot_texts(ANN["id"]), timeout=30)
+        await core.manager.idle()
+    assert not fake.calls_to("sendMessageDraft") and not fake.calls_to("editMessageText")
+    assert fake.bot_texts(ANN["id"]) == [" ".join(f"w{i}" for i in range(1, 21))]
