@@ -89,4 +89,4 @@ async def send_turn_files(
 
 
 def _mb(size: int) -> str:
-    return f"{size / _MB:g}"
+    return f"{round(size / _MB, 2):g}"

@@ -12,6 +12,11 @@ Streaming: `sendMessageDraft` works in private chats only, like Telegram's, and 
 draft's latest visible text in `drafts` (a draft is dropped once the bot sends a message there);
 `deleteMessage` removes a bot message from the chat.
 
+Files: `add_file()` stores bytes under a new file_id; `getFile` answers with its size and a
+`file_path`, served at `GET /file/bot<token>/<file_path>` (401 for a wrong token), counted in
+`downloads`; `say(photo=..., document=...)` attaches them. `sendPhoto`/`sendDocument` take the
+multipart upload (aiogram's `attach://` parts) and keep it in `uploads` and the chat.
+
 Test helpers build realistic payloads: `dm()`/`group()` chats, `say()` for a user message (with
 mention and command entities computed like Telegram's), `press()` for a button press,
 `create_topic()` for forum topics (whose messages carry Telegram's implicit reply to the topic's
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import io
 import itertools
 import json
 import re
@@ -143,6 +149,11 @@ class FakeTelegram:
         self.polling_now = 0  # getUpdates calls in progress right now
         self.most_pollers = 0  # the most that were ever in progress at once (Telegram: 409)
         self.base_url = ""
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []  # file_ids whose bytes were fetched
+        self.uploads: list[dict[str, Any]] = []  # {method, chat_id, filename, data, ...}
+        self._file_ids = itertools.count(1)
+        self.files["p1"] = _tiny_png()  # the photo `say(caption=...)` attaches by default
 
     # -- server ---------------------------------------------------------------------------
 
@@ -150,6 +161,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("POST", "/bot{token}/{method}", self._handle)
         app.router.add_route("GET", "/bot{token}/{method}", self._handle)
+        app.router.add_route("GET", "/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, handler_cancellation=True
         )
@@ -188,6 +200,22 @@ class FakeTelegram:
             self.calls[-1] = Call(method, params, exc.status)
             return _error(exc.status, exc.description)
         return web.json_response({"ok": True, "result": result})
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        file_id = request.match_info["path"].removeprefix("files/")
+        data = self.files.get(file_id)
+        if data is None:
+            return _error(404, "Not Found")
+        self.downloads.append(file_id)
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    def add_file(self, data: bytes) -> str:
+        """Store bytes as a file the bot may fetch; returns its file_id."""
+        file_id = f"f{next(self._file_ids)}"
+        self.files[file_id] = data
+        return file_id
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -276,8 +304,13 @@ class FakeTelegram:
         caption: str | None = None,
         sticker: bool = False,
         push: bool = True,
+        photo: bytes | None = None,
+        document: tuple[str, bytes, str] | None = None,
+        file_size: int | None = None,
     ) -> dict[str, Any]:
-        """A user message in `chat` (stored, and pushed to getUpdates); returns the update."""
+        """A user message in `chat` (stored, and pushed to getUpdates); returns the update.
+        `photo` (image bytes) and `document` (name, bytes, mime) become real files;
+        `file_size` overrides the size the update reports."""
         mid = self._new_message_id(chat["id"])
         message: dict[str, Any] = {
             "message_id": mid,
@@ -293,7 +326,29 @@ class FakeTelegram:
             message["caption"] = caption
             if entities := _entities(caption):
                 message["caption_entities"] = entities
-        if caption is not None or (sticker is False and text is None):
+        if photo is not None:
+            width, height = _image_size(photo)
+            file_id = self.add_file(photo)
+            message["photo"] = [
+                {"file_id": "thumb", "file_unique_id": "t", "width": 90, "height": 90},
+                {
+                    "file_id": file_id,
+                    "file_unique_id": f"u{file_id}",
+                    "width": width,
+                    "height": height,
+                    "file_size": file_size or len(photo),
+                },
+            ]
+        elif document is not None:
+            name, data, mime = document
+            message["document"] = {
+                "file_id": self.add_file(data),
+                "file_unique_id": f"d{len(self.files)}",
+                "file_name": name,
+                "mime_type": mime,
+                "file_size": file_size or len(data),
+            }
+        elif caption is not None or (sticker is False and text is None):
             message["photo"] = [{"file_id": "p1", "file_unique_id": "u1", "width": 9, "height": 9}]
         if sticker:
             message["sticker"] = {
@@ -389,6 +444,69 @@ class FakeTelegram:
         if not self.reactions_allowed:
             raise _ApiError(400, "Bad Request: REACTION_INVALID")
         return True
+
+    async def _m_getfile(self, params: dict[str, Any]) -> Any:
+        file_id = params.get("file_id")
+        data = self.files.get(str(file_id))
+        if data is None:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_size": len(data),
+            "file_path": f"files/{file_id}",
+        }
+
+    async def _m_sendphoto(self, params: dict[str, Any]) -> Any:
+        return self._upload("sendPhoto", "photo", params)
+
+    async def _m_senddocument(self, params: dict[str, Any]) -> Any:
+        return self._upload("sendDocument", "document", params)
+
+    def _upload(self, method: str, field_name: str, params: dict[str, Any]) -> Any:
+        chat = self._chat(params["chat_id"])
+        ref = params.get(field_name)
+        part = params.get(ref[len("attach://") :]) if isinstance(ref, str) else ref
+        if not isinstance(part, dict) or "data" not in part:
+            raise _ApiError(400, f"Bad Request: there is no {field_name} in the request")
+        file_id = self.add_file(part["data"])
+        mid = self._new_message_id(chat["id"])
+        message: dict[str, Any] = {
+            "message_id": mid,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.bot_user,
+        }
+        if field_name == "photo":
+            width, height = _image_size(part["data"])
+            message["photo"] = [
+                {"file_id": file_id, "file_unique_id": file_id, "width": width, "height": height}
+            ]
+        else:
+            message["document"] = {
+                "file_id": file_id,
+                "file_unique_id": file_id,
+                "file_name": part["filename"],
+            }
+        if thread := params.get("message_thread_id"):
+            message["message_thread_id"] = thread
+            message["is_topic_message"] = True
+        if reply := params.get("reply_parameters"):
+            original = self.messages.get((chat["id"], reply["message_id"]))
+            if original is not None:
+                message["reply_to_message"] = _shallow(original)
+        self.messages[(chat["id"], mid)] = message
+        self.uploads.append(
+            {
+                "method": method,
+                "chat_id": chat["id"],
+                "filename": part["filename"],
+                "data": part["data"],
+                "message_thread_id": params.get("message_thread_id"),
+                "reply_parameters": params.get("reply_parameters"),
+            }
+        )
+        return message
 
     async def _m_getchatmember(self, params: dict[str, Any]) -> Any:
         user = self.user(params["user_id"])
@@ -542,6 +660,10 @@ async def _params(request: web.Request) -> dict[str, Any]:
     raw = await request.post() if request.can_read_body else request.query
     params: dict[str, Any] = {}
     for key, value in raw.items():
+        if isinstance(value, web.FileField):  # a multipart upload (sendPhoto, sendDocument)
+            data = value.file.read()
+            params[key] = {"filename": value.filename, "data": data}
+            continue
         if not isinstance(value, str):
             continue
         if key in _JSON_FIELDS:
@@ -620,3 +742,18 @@ class _TelegramHtml(HTMLParser):
 
     def handle_charref(self, name: str) -> None:
         self.parts.append(html.unescape(f"&#{name};"))
+
+
+def _image_size(data: bytes) -> tuple[int, int]:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+def _tiny_png() -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (9, 9), (0, 0, 0)).save(out, format="PNG")
+    return out.getvalue()
