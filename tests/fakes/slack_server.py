@@ -73,6 +73,11 @@ class FakeSlack:
     _ack_events: dict[str, asyncio.Event] = field(default_factory=dict)
     _runner: web.AppRunner | None = None
     port: int = 0
+    files: dict[str, bytes] = field(default_factory=dict)  # shared by users, by file id
+    downloads: list[str] = field(default_factory=list)  # file ids fetched with the bot token
+    uploads: list[dict[str, Any]] = field(default_factory=list)  # completed files_upload_v2
+    _upload_urls: dict[str, str] = field(default_factory=dict)  # upload file id -> filename
+    _uploaded: dict[str, bytes] = field(default_factory=dict)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -80,6 +85,8 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket-mode", self._socket)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._file_download)
+        app.router.add_post("/upload/{file_id}", self._file_upload)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -96,6 +103,69 @@ class FakeSlack:
     @property
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/"
+
+    # -- files (url_private with the bot token; files_upload_v2's three steps) ---------------
+
+    def add_file(self, name: str, data: bytes, mimetype: str, *, size: int | None = None) -> dict:
+        """A file shared by a user, as it appears in an event's `files` list."""
+        file_id = f"F{len(self.files) + 1:05d}"
+        self.files[file_id] = data
+        return {
+            "id": file_id,
+            "name": name,
+            "mimetype": mimetype,
+            "size": len(data) if size is None else size,
+            "url_private": f"http://127.0.0.1:{self.port}/files-pri/{file_id}/{name}",
+        }
+
+    async def _file_download(self, request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization", "")
+        if auth != f"Bearer {self.bot_token}":  # Slack sends the login page instead
+            return web.Response(status=302, headers={"Location": "https://fake.slack.com/"})
+        data = self.files.get(request.match_info["file_id"])
+        if data is None:
+            return web.Response(status=404)
+        self.downloads.append(request.match_info["file_id"])
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def _file_upload(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if file_id not in self._upload_urls:
+            return web.Response(status=404)
+        self._uploaded[file_id] = await request.read()
+        return web.Response(text=f"OK - {len(self._uploaded[file_id])}")
+
+    def _m_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("filename") or not str(params.get("length", "")).isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"FU{len(self._upload_urls) + 1:04d}"
+        self._upload_urls[file_id] = str(params["filename"])
+        return {
+            "ok": True,
+            "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}",
+            "file_id": file_id,
+        }
+
+    def _m_files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        entries = params.get("files")
+        entries = json.loads(entries) if isinstance(entries, str) else entries or []
+        done = []
+        for entry in entries:
+            file_id = entry.get("id")
+            if file_id not in self._uploaded:
+                return {"ok": False, "error": "file_not_found"}
+            self.uploads.append(
+                {
+                    "file_id": file_id,
+                    "filename": self._upload_urls[file_id],
+                    "title": entry.get("title"),
+                    "data": self._uploaded[file_id],
+                    "channel": params.get("channel_id"),
+                    "thread_ts": params.get("thread_ts"),
+                }
+            )
+            done.append({"id": file_id, "title": entry.get("title")})
+        return {"ok": True, "files": done}
 
     # -- test controls -----------------------------------------------------------------------
 
