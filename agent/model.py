@@ -67,6 +67,7 @@ def build_model(
         key = openai_api_key or (_NO_KEY if openai_base_url else None)
         kwargs = {"api_key": _required_key(provider, spec, key)}
         kwargs["timeout"] = MODEL_TIMEOUT_S
+        kwargs["stream_usage"] = True  # token counts for budgets when replies are streamed
         if openai_base_url:
             kwargs["base_url"] = openai_base_url
     elif provider == "anthropic":

@@ -90,6 +90,9 @@ async def test_budget_refuses_the_fourth_turn_until_the_admin_resets_it(
         telegram_api_base=tg.base_url,
         telegram_mode="webhook",
         telegram_webhook_secret=TG_SECRET,
+        # the provider-reported cost (usage.cost) is read from whole responses: langchain-openai
+        # keeps only token counts of a streamed one (README, Budgets)
+        streaming="off",
     )
     client = connect(redis_url, cluster=redis_cluster)
     ledger = UsageLedger(client, keys=Keys(prefix))
@@ -168,3 +171,48 @@ async def test_budget_refuses_the_fourth_turn_until_the_admin_resets_it(
 
 async def _spent(ledger: UsageLedger, user_id: str, micros: int) -> bool:
     return (await ledger.snapshot("telegram", user_id)).daily_micros >= micros
+
+
+async def test_a_streamed_turn_is_charged_from_its_token_counts_and_the_price(
+    fakes: tuple[FakeTelegram, FakeOpenAI],
+    redis_url: str,
+    redis_cluster: bool,
+    prefix: str,
+    tmp_path: Path,
+) -> None:
+    tg, model = fakes
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        redis_url=redis_url,
+        redis_prefix=prefix,
+        data_dir=tmp_path,
+        http_port=0,
+        access="open",
+        model="openai:gpt-4o-mini",
+        openai_base_url=model.base_url,
+        openai_api_key=API_KEY,
+        budget_daily_usd=1.0,
+        model_price="1000,1000",  # USD per million tokens: any token costs a visible amount
+        telegram_bot_token=TOKEN,
+        telegram_api_base=tg.base_url,
+        telegram_mode="webhook",
+        telegram_webhook_secret=TG_SECRET,
+        streaming="on",
+    )
+    ledger = UsageLedger(connect(redis_url, cluster=redis_cluster), keys=Keys(prefix))
+    async with (
+        running_service(settings) as core,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{core.http_port}") as http,
+    ):
+        update = tg.say(tg.dm(ANN), ANN, "a streamed question", push=False)
+        response = await http.post(
+            "/telegram/webhook",
+            content=json.dumps(update),
+            headers={
+                "content-type": "application/json",
+                "X-Telegram-Bot-Api-Secret-Token": TG_SECRET,
+            },
+        )
+        assert response.status_code == 200
+        await wait_until(lambda: _spent(ledger, "7", 1), timeout=20)
+    assert model.requests[-1].body.get("stream") is True  # it really was streamed
