@@ -162,6 +162,9 @@ class FakeDiscord:
         self._replay: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.cdn: dict[str, bytes] = {}  # attachment id -> bytes, served at /attachments/...
+        self.downloads: list[str] = []  # attachment ids fetched from the CDN
+        self.uploads: list[dict[str, Any]] = []  # files the bot sent: channel, filename, data
 
     def _id(self) -> int:
         return next(self._ids)
@@ -172,6 +175,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/attachments/{cid}/{aid}/{name}", self._cdn)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -240,11 +244,27 @@ class FakeDiscord:
         channel_id: str | None = None,
         dm: bool = False,
         reply_to: str | None = None,
+        files: list[tuple[str, bytes, str]] | None = None,
     ) -> dict[str, Any]:
-        """A person (alice by default) posts; returns the MESSAGE_CREATE payload."""
+        """A person (alice by default) posts; returns the MESSAGE_CREATE payload. `files`
+        (name, bytes, content type) become attachments served by the fake CDN."""
         author = author or self.alice
         channel_id = self.dm_channel(author) if dm else (channel_id or self.channel_id)
         data = self._message(channel_id, author, content, reference=reply_to)
+        for name, blob, content_type in files or ():
+            aid = str(self._id())
+            self.cdn[aid] = blob
+            url = f"http://127.0.0.1:{self.port}/attachments/{channel_id}/{aid}/{name}?ex=1&hm=s"
+            data["attachments"].append(
+                {
+                    "id": aid,
+                    "filename": name,
+                    "size": len(blob),
+                    "url": url,
+                    "proxy_url": url,
+                    "content_type": content_type,
+                }
+            )
         data["mentions"] = [
             self.users[uid] for uid in _MENTION.findall(content) if uid in self.users
         ]
@@ -365,10 +385,25 @@ class FakeDiscord:
 
     # -- REST ---------------------------------------------------------------------------------
 
+    async def _cdn(self, request: web.Request) -> web.StreamResponse:
+        aid = request.match_info["aid"]
+        if aid not in self.cdn or "hm" not in request.query:  # CDN links are signed
+            return web.Response(status=404)
+        self.downloads.append(aid)
+        return web.Response(body=self.cdn[aid], content_type="application/octet-stream")
+
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
         body: Any = None
-        if request.can_read_body:
+        if request.content_type == "multipart/form-data":  # a message with files
+            form = await request.post()
+            body = json.loads(str(form.get("payload_json") or "{}"))
+            body["_files"] = [
+                {"filename": v.filename, "data": v.file.read()}
+                for v in form.values()
+                if isinstance(v, web.FileField)
+            ]
+        elif request.can_read_body:
             raw = await request.read()
             body = json.loads(raw) if raw and request.content_type == "application/json" else raw
         self.calls.append(Call(request.method, path, body, dict(request.query)))
@@ -436,6 +471,20 @@ class FakeDiscord:
         reference = (body.get("message_reference") or {}).get("message_id")
         data = self._message(cid, self.bot, body.get("content") or "", reference=reference)
         data["components"] = body.get("components") or []
+        for file in body.get("_files") or ():
+            self.uploads.append({"channel_id": cid, "message_id": data["id"], **file})
+            aid = str(self._id())
+            self.cdn[aid] = file["data"]
+            url = f"http://127.0.0.1:{self.port}/attachments/{cid}/{aid}/{file['filename']}?hm=s"
+            data["attachments"].append(
+                {
+                    "id": aid,
+                    "filename": file["filename"],
+                    "size": len(file["data"]),
+                    "url": url,
+                    "proxy_url": url,
+                }
+            )
         await self.dispatch("MESSAGE_CREATE", data)  # Discord echoes the bot's own messages
         return _json(data)
 
