@@ -37,7 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
 
-from agent.attachments import human_content, text_only, turn_files
+from agent.attachments import FILES_STATE_KEY, human_content, text_only, turn_files
 from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.reply import extract_reply
@@ -109,7 +109,9 @@ class LocalGraphRunner:
         """A new user message; if a clarification is waiting, the message answers it."""
         if self._answer_on_turn and await self._interrupts(thread_id):
             return await self.resume(thread_id, text, context)
-        payload = {"messages": [await _human(text, context)]}
+        payload: dict[str, Any] = {"messages": [await _human(text, context)]}
+        if FILES_STATE_KEY in getattr(self.graph, "channels", {}):
+            payload[FILES_STATE_KEY] = []  # a graph's `files` holds this turn's files only
         return await self._invoke(thread_id, payload, context, resumed=False)
 
     async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult:
