@@ -9,7 +9,10 @@
 | `commands.py` | `/help`, `/link`, `/unlink`, `/new`, `/stop`, `/status`               |
 | `questions.py`| clarification questions: ask, check presses, show the answer          |
 | `batches.py`  | which queued messages one turn answers, as what text (pure)           |
-| `turns.py`    | the only owner of lock, queue, follow-ups and stop                    |
+| `turns.py`    | the only owner of lock, queue and follow-ups: submit, batches, sweep  |
+| `runs.py`     | one agent run: lock keeper, `/stop`, timeout, typing or a streamed reply |
+| `delivery.py` | a turn's answer in chat: question, reply (streamed or not), files     |
+| `files.py`    | fetching a batch's attachments and sending the agent's files          |
 | `replies.py`  | rendering, sending, typing, errors with a reference id                |
 | `codec.py`    | an `InboundMessage` as inbox payload bytes                            |
 """

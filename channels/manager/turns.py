@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from agent.result import TurnResult
 from channels import metrics
 from channels.adapter import AckKind, Adapter
 from channels.manager.batches import Batch, pick_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
-from channels.manager.files import fetch_batch_files, send_turn_files
+from channels.manager.delivery import ReplyDelivery
+from channels.manager.files import fetch_batch_files
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.runs import AgentRuns, LockLost
@@ -67,6 +67,7 @@ class TurnScheduler:
         self._questions = questions
         self._say = responder
         self._config = config
+        self._delivery = ReplyDelivery(questions=questions, responder=responder)
         self._runs = AgentRuns(
             runtime=runtime, locks=stores.locks, responder=responder, config=config
         )
@@ -209,7 +210,7 @@ class TurnScheduler:
             structlog.contextvars.bind_contextvars(run_id=result.run_id)
             session.charge = (last, result)
             try:
-                await self._deliver(session, result, last.sender_id)
+                await self._delivery.deliver(session, result, last.sender_id)
             except StorageError:
                 raise
             except Exception as exc:  # the platform refused the reply: say so, once
@@ -218,25 +219,6 @@ class TurnScheduler:
                 time.perf_counter() - started
             )
         return question.question_id if question is not None else ""
-
-    async def _deliver(self, session: TurnSession, result: TurnResult, asker_id: str) -> None:
-        adapter, target = session.adapter, session.target
-        assert target is not None
-        stream, session.stream = session.stream, None
-        if result.question is not None:
-            if stream is not None:  # a question is sent whole, with its buttons
-                await stream.cancel(None)
-            sent = await self._questions.ask(
-                adapter, target, session.thread_id, asker_id, result.question
-            )
-        elif stream is not None:
-            sent = await stream.finish(self._say.reply_chunks(adapter, result.reply_text))
-        else:
-            sent = await self._say.send_reply(adapter, target, result.reply_text)
-        session.sent_ids = list(sent.message_ids)
-        session.sent_chat = sent.chat_id
-        _log.info("reply.sent", chunks=len(sent.message_ids))
-        session.sent_ids += await send_turn_files(adapter, target, result.files, self._say)
 
     async def _finish(self, session: TurnSession, batch: Batch, question_id: str) -> Slot:
         """Record the batch answered (with the reply's ids, so replies to them find the thread)
