@@ -52,4 +52,5 @@ class ManagerConfig:
     retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # storage errors, before reclaim
     sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for
     streaming: bool = False  # show replies as they are written, where the adapter can
+    stream_after_s: float = 1.0  # a reply written faster than this is sent without streaming
     max_attachment_bytes: int = 10 * 1024 * 1024  # largest inbound file handed to the agent

@@ -9,6 +9,7 @@ it back before a question is sent whole (`cancel`).
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import structlog
@@ -36,25 +37,33 @@ class LockLost(Exception):
 
 
 class _Shown:
-    """What a streamed turn has shown so far; the first text also ends the typing hint."""
+    """What a streamed turn shows. Nothing is shown before `after_s`: a reply written faster
+    than that is simply sent, with no draft or edit to pay for (nor the chat's send budget
+    they use). The first text shown also ends the typing hint."""
 
-    def __init__(self, stream: ReplyStream, answered: asyncio.Event) -> None:
+    def __init__(self, stream: ReplyStream, answered: asyncio.Event, after_s: float) -> None:
         self.stream = stream
         self._answered = answered
         self._parts: list[str] = []
+        self._status = ""
+        self._from = time.monotonic() + after_s
+        self.anything = False  # whether the chat has seen any of it
 
-    @property
-    def anything(self) -> bool:
-        return bool(self._parts)
+    def _due(self) -> bool:
+        return self.anything or time.monotonic() >= self._from
 
     async def text(self, delta: str) -> None:
-        self._answered.set()
         self._parts.append(delta)
-        await self.stream.update("".join(self._parts))
+        if self._due():
+            self._answered.set()
+            self.anything = True
+            await self.stream.update("".join(self._parts))
 
     async def status(self, line: str) -> None:
         self._parts.clear()  # a tool step: what follows is a new answer, not a continuation
-        await self.stream.status(line)
+        if self._due():
+            self.anything = True
+            await self.stream.status(line)
 
 
 class AgentRuns:
@@ -89,7 +98,7 @@ class AgentRuns:
         shown: _Shown | None = None
         context = session.context
         if self._config.streaming and isinstance(adapter, Streams):
-            shown = _Shown(adapter.open_stream(target), answered)
+            shown = _Shown(adapter.open_stream(target), answered, self._config.stream_after_s)
             context = replace(context, on_text=shown.text, on_status=shown.status)
         turn = asyncio.create_task(runner(thread_id, batch.text, context), name=f"turn:{thread_id}")
         self._running[thread_id] = turn

@@ -80,3 +80,15 @@ async def test_streaming_off_sends_one_message_and_no_drafts(
         await core.manager.idle()
     assert not fake.calls_to("sendMessageDraft") and not fake.calls_to("editMessageText")
     assert fake.bot_texts(ANN["id"]) == [" ".join(f"w{i}" for i in range(1, 21))]
+
+
+async def test_a_reply_written_at_once_is_just_sent_without_drafts(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(fake.dm(ANN), ANN, "echo quick one", push=False))
+        await wait_until(lambda: fake.bot_texts(ANN["id"]), timeout=30)
+        await core.manager.idle()
+    assert not fake.calls_to("sendMessageDraft")  # nothing to stream before it was done
+    assert fake.bot_texts(ANN["id"]) == ["quick one"]
