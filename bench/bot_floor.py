@@ -222,6 +222,7 @@ class Side:
     name: str
     kind: str  # "floor" or "switchboard"
     access: str = "open"
+    streaming: str = "on"  # SWITCHBOARD_STREAMING (the default is on)
 
 
 @dataclass
@@ -376,6 +377,7 @@ async def run_side(
             SWITCHBOARD_PUBLIC_URL="http://127.0.0.1:8080",
             SWITCHBOARD_RATE_LIMIT="1000000",  # one sender sends the whole latency run
             SWITCHBOARD_LOG_LEVEL=args.log_level,
+            SWITCHBOARD_STREAMING=side.streaming,
         )
         argv = [sys.executable, "-m", "service.cli", "serve"]
         bot = await harness.spawn(side.name, argv, env=env, cwd=workdir, talk=False)
@@ -550,6 +552,17 @@ async def driver(args: argparse.Namespace) -> int:
     sides = [Side("floor (aiogram+agent)", "floor"), Side("switchboard open", "switchboard")]
     if args.linked:
         sides.append(Side("switchboard linked", "switchboard", access="linked"))
+    if args.streaming_off:
+        sides.append(Side("switchboard open, streaming off", "switchboard", streaming="off"))
+        if args.linked:
+            sides.append(
+                Side(
+                    "switchboard linked, streaming off",
+                    "switchboard",
+                    access="linked",
+                    streaming="off",
+                )
+            )
     with tempfile.TemporaryDirectory(prefix="bot-floor-") as tmp:
         workdir = Path(tmp)
         (workdir / "valkey").mkdir()
@@ -593,6 +606,11 @@ def main() -> int:
         "--profile", type=Path, help="py-spy each bot during the burst into this directory"
     )
     parser.add_argument("--gc-stats", action="store_true", help="time the bots' GC pauses")
+    parser.add_argument(
+        "--streaming-off",
+        action="store_true",
+        help="also run Switchboard (open) with SWITCHBOARD_STREAMING=off: what streaming costs",
+    )
     parser.add_argument("--role", default="driver", help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
     parser.add_argument("--openai-base", help=argparse.SUPPRESS)
