@@ -9,9 +9,9 @@ import structlog
 
 from channels.commands import HELP_TEXT, Command, CommandName
 from channels.manager.context import MessageContext
+from channels.manager.ports import LockStore, QueueStore, ThreadStore
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver
-from storage import ThreadLocks, ThreadMap, ThreadQueue
 
 if TYPE_CHECKING:
     from channels.access import AccessGate
@@ -31,9 +31,9 @@ class CommandDesk:
     def __init__(
         self,
         *,
-        threads: ThreadMap,
-        locks: ThreadLocks,
-        queue: ThreadQueue,
+        threads: ThreadStore,
+        locks: LockStore,
+        queue: QueueStore,
         resolver: ThreadResolver,
         responder: Responder,
         access: AccessGate | None,

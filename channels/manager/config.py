@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agent.result import TurnContext, TurnResult
-from storage import (
-    Dedupe,
-    Inbox,
-    Orphans,
-    PendingQuestions,
-    RateLimiter,
-    ThreadLocks,
-    ThreadMap,
-    ThreadQueue,
+from channels.manager.ports import (
+    DedupeStore,
+    InboxStore,
+    LockStore,
+    OrphanStore,
+    QuestionStore,
+    QueueStore,
+    RateStore,
+    ThreadStore,
 )
 
 __all__ = ["ManagerConfig", "ManagerStores", "TurnRunner"]
@@ -30,14 +30,16 @@ class TurnRunner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ManagerStores:
-    inbox: Inbox
-    dedupe: Dedupe
-    threads: ThreadMap
-    locks: ThreadLocks
-    queue: ThreadQueue
-    orphans: Orphans
-    questions: PendingQuestions
-    rate: RateLimiter
+    """What the manager keeps in Redis (`storage/` implements each port)."""
+
+    inbox: InboxStore
+    dedupe: DedupeStore
+    threads: ThreadStore
+    locks: LockStore
+    queue: QueueStore
+    orphans: OrphanStore
+    questions: QuestionStore
+    rate: RateStore
 
 
 @dataclass(frozen=True, slots=True)

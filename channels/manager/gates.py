@@ -20,11 +20,12 @@ from channels.adapter import AckKind
 from channels.commands import parse_command
 from channels.manager.commands import PRE_ACCESS, CommandDesk
 from channels.manager.context import MessageContext, Outcome
+from channels.manager.ports import DedupeStore, RateStore
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver, creates_conversation
 from channels.message import Platform
-from storage import Claim, Dedupe, RateDecision, RateLimiter
+from storage import Claim, RateDecision
 
 if TYPE_CHECKING:
     from channels.access import AccessGate
@@ -64,7 +65,7 @@ def build_chain(gates: Sequence[Gate], endpoint: Next) -> Next:
 class DedupeGate:
     """Platform retries and twin events (Slack's message + app_mention) get one answer."""
 
-    def __init__(self, dedupe: Dedupe) -> None:
+    def __init__(self, dedupe: DedupeStore) -> None:
         self._dedupe = dedupe
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
@@ -100,7 +101,7 @@ class AccessAndRate:
     """The per-sender flood limit (for every typed message, commands included) and linked
     access (for all but the commands that grant it), read in one round trip of wall time."""
 
-    def __init__(self, access: AccessGate | None, rate: RateLimiter) -> None:
+    def __init__(self, access: AccessGate | None, rate: RateStore) -> None:
         self._access = access
         self._rate = rate
 

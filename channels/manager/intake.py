@@ -18,7 +18,8 @@ import structlog
 
 from channels.manager.config import ManagerConfig
 from channels.manager.context import ChatOrder, Outcome
-from storage import Entry, Inbox, Orphans
+from channels.manager.ports import InboxStore, OrphanStore
+from storage import Entry
 from switchboard.errors import StorageError
 
 __all__ = ["EntryHandler", "Intake", "Sweeper"]
@@ -34,8 +35,8 @@ _READ_BATCH = 32
 class Intake:
     def __init__(
         self,
-        inbox: Inbox,
-        orphans: Orphans,
+        inbox: InboxStore,
+        orphans: OrphanStore,
         *,
         handle: EntryHandler,
         sweep: Sweeper,

@@ -8,9 +8,10 @@ import structlog
 
 from agent.result import Question
 from channels.adapter import Adapter, QuestionPrompt, SentRef
+from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
-from storage import PendingQuestion, PendingQuestions
+from storage import PendingQuestion
 from switchboard.errors import SwitchboardError
 
 __all__ = ["QuestionDesk", "answer_text"]
@@ -28,7 +29,7 @@ def answer_text(text: str, question: PendingQuestion) -> str:
 
 
 class QuestionDesk:
-    def __init__(self, questions: PendingQuestions) -> None:
+    def __init__(self, questions: QuestionStore) -> None:
         self._questions = questions
 
     async def check_press(self, adapter: Adapter, msg: InboundMessage) -> str | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from channels.manager.ports import ThreadStore
 from channels.message import InboundMessage, Platform
-from storage import ThreadMap
 
 __all__ = ["ThreadResolver", "creates_conversation"]
 
@@ -16,7 +16,7 @@ def creates_conversation(msg: InboundMessage) -> bool:
 
 
 class ThreadResolver:
-    def __init__(self, threads: ThreadMap) -> None:
+    def __init__(self, threads: ThreadStore) -> None:
         self._threads = threads
 
     async def thread_for(

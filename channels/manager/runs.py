@@ -19,8 +19,8 @@ from channels.adapter import ReplyStream, Streams
 from channels.manager.batches import Batch
 from channels.manager.config import ManagerConfig, TurnRunner
 from channels.manager.context import TurnSession
+from channels.manager.ports import LockStore
 from channels.manager.replies import Responder
-from storage import ThreadLocks
 from storage.checkpoint import FencedOut
 from switchboard.errors import AgentError, StorageError
 
@@ -71,7 +71,7 @@ class AgentRuns:
         self,
         *,
         runtime: TurnRunner,
-        locks: ThreadLocks,
+        locks: LockStore,
         responder: Responder,
         config: ManagerConfig,
     ) -> None:

@@ -47,7 +47,9 @@ def test_a_typed_message_with_every_field_set_round_trips() -> None:
     assert back == msg
     assert back.platform is Platform.TELEGRAM
     assert isinstance(back.attachments, tuple) and back.attachments[0].size == 1234
-    assert back.attachments[1].file_id == "BQACAgQ" and back.attachments[1].mime == "application/pdf"
+    assert (
+        back.attachments[1].file_id == "BQACAgQ" and back.attachments[1].mime == "application/pdf"
+    )
     assert isinstance(back.event_ids, tuple)
 
 

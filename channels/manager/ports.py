@@ -1,0 +1,105 @@
+"""The stores the manager needs, as the manager sees them: Protocols at its edge.
+
+`storage/` provides the Redis implementations (every guarantee in the README rests on them); a
+test can hand the manager's parts in-memory stand-ins instead and exercise their logic without a
+network (tests/unit/channels/manager/). Each Protocol lists exactly the calls the manager makes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from storage import (
+    Claim,
+    Entry,
+    Lock,
+    PendingQuestion,
+    RateDecision,
+    Slot,
+)
+from storage.thread_queue import ThreadState
+
+__all__ = [
+    "DedupeStore",
+    "InboxStore",
+    "LockStore",
+    "OrphanStore",
+    "QuestionStore",
+    "QueueStore",
+    "RateStore",
+    "ThreadStore",
+]
+
+
+class InboxStore(Protocol):
+    claim_idle_ms: int
+
+    async def ensure_group(self) -> None: ...
+    async def append(self, payload: bytes) -> str: ...
+    async def read(self, count: int, block_s: float) -> list[Entry]: ...
+    async def reclaim(self, count: int) -> tuple[list[Entry], list[str]]: ...
+    async def touch(self, ids: list[str]) -> None: ...
+    async def finish(self, ids: list[str]) -> None: ...
+    async def backlog(self) -> int: ...
+    async def observe(self) -> None: ...
+
+
+class DedupeStore(Protocol):
+    async def claim(
+        self, platform: str, provider_ids: list[str], *, scope: str, owner: str
+    ) -> Claim: ...
+    async def finish(
+        self, platform: str, provider_ids: list[str], *, scope: str, owner: str
+    ) -> None: ...
+
+
+class ThreadStore(Protocol):
+    async def resolve(self, conversation_key: str) -> str: ...
+    async def peek(self, conversation_key: str) -> str | None: ...
+    async def start_new(self, conversation_key: str) -> str: ...
+    async def remember_messages(
+        self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
+    ) -> None: ...
+    async def thread_for_message(
+        self, platform: str, chat_id: str, message_id: str
+    ) -> str | None: ...
+
+
+class LockStore(Protocol):
+    async def keep(self, lock: Lock) -> tuple[bool, bool]: ...
+    async def release(self, lock: Lock) -> bool: ...
+    async def request_stop(self, thread_id: str) -> bool: ...
+
+
+class QueueStore(Protocol):
+    async def submit(
+        self,
+        thread_id: str,
+        entry_id: str,
+        payload: bytes,
+        token: str,
+        *,
+        queue_if_busy: bool = True,
+    ) -> Slot: ...
+    async def resume(self, thread_id: str, token: str) -> Slot: ...
+    async def finish(self, lock: Lock, answered: list[str], question_id: str = "") -> Slot: ...
+    async def state(self, thread_id: str) -> ThreadState: ...
+
+
+class OrphanStore(Protocol):
+    async def watch(self, thread_id: str) -> None: ...
+    async def due(self, limit: int = 50) -> list[tuple[str, float]]: ...
+    async def forget(self, thread_id: str, seen: float) -> None: ...
+
+
+class QuestionStore(Protocol):
+    async def put(self, thread_id: str, question: PendingQuestion) -> None: ...
+    async def get(self, thread_id: str) -> PendingQuestion | None: ...
+    async def thread_of(self, question_id: str) -> str | None: ...
+    async def set_message(
+        self, thread_id: str, question: PendingQuestion, message_id: str
+    ) -> None: ...
+
+
+class RateStore(Protocol):
+    async def hit(self, platform: str, sender_id: str) -> RateDecision: ...

@@ -1,0 +1,131 @@
+"""The gate chain on in-memory stores: what stops a message before its turn, and what the turn
+receives. No network: the stores are stand-ins for the manager's ports."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.manager.codec import encode_message
+from channels.manager.context import MessageContext, Outcome
+from channels.manager.gates import (
+    AccessAndRate,
+    DedupeGate,
+    InputLimits,
+    LinkAndHelp,
+    Routing,
+    build_chain,
+)
+from channels.manager.questions import QuestionDesk
+from channels.manager.replies import Responder
+from channels.manager.routing import ThreadResolver
+from channels.message import ButtonPress, InboundMessage, Platform
+from tests.fakes.recording_adapter import RecordingAdapter
+from tests.unit.channels.manager.memory_stores import (
+    MemoryDedupe,
+    MemoryQuestions,
+    MemoryRate,
+    MemoryThreads,
+)
+
+
+class _HelpOnly:
+    """The command desk's pre-access side, as LinkAndHelp uses it."""
+
+    def __init__(self, say: Responder) -> None:
+        self._say = say
+
+    async def pre_access(self, ctx: MessageContext, command: Any) -> None:
+        await self._say.send_text(ctx.adapter, ctx.msg.target, "help text")
+
+
+class Chain:
+    def __init__(self, *, rate_limit: int = 20) -> None:
+        say = Responder(typing_delay_s=0.3)
+        self.adapter = RecordingAdapter()
+        self.threads = MemoryThreads()
+        self.questions = MemoryQuestions()
+        self.reached: list[MessageContext] = []
+        self.side: list[asyncio.Task[None]] = []
+
+        async def turn(ctx: MessageContext) -> Outcome:
+            self.reached.append(ctx)
+            return Outcome.HANDED_OVER
+
+        self.handle = build_chain(
+            [
+                DedupeGate(MemoryDedupe()),  # type: ignore[arg-type]
+                AccessAndRate(None, MemoryRate(limit=rate_limit)),  # type: ignore[arg-type]
+                LinkAndHelp(_HelpOnly(say)),  # type: ignore[arg-type]
+                InputLimits(say, max_chars=100),
+                Routing(
+                    ThreadResolver(self.threads),  # type: ignore[arg-type]
+                    QuestionDesk(self.questions),  # type: ignore[arg-type]
+                    say,
+                    lambda coro: self.side.append(asyncio.ensure_future(coro)),
+                ),
+            ],
+            turn,
+        )
+
+    async def send(self, msg: InboundMessage, entry: str) -> Outcome:
+        ctx = MessageContext(self.adapter, msg, entry, encode_message(msg))
+        outcome = await self.handle(ctx)
+        await asyncio.gather(*self.side)
+        return outcome
+
+
+def msg(text: str, mid: str, **fields: Any) -> InboundMessage:
+    base: dict[str, Any] = {
+        "platform": Platform.SLACK,
+        "workspace_id": "T1",
+        "chat_id": "D1",
+        "sender_id": "U1",
+        "sender_name": "alice",
+        "text": text,
+        "provider_message_id": mid,
+        "is_dm": True,
+    }
+    return InboundMessage(**{**base, **fields})
+
+
+async def test_a_redelivered_message_stops_at_dedupe_but_its_own_entry_passes_again() -> None:
+    chain = Chain()
+    assert await chain.send(msg("hi", "m1"), "1-0") is Outcome.HANDED_OVER
+    assert await chain.send(msg("hi", "m1"), "2-0") is Outcome.DUPLICATE  # the platform's retry
+    assert await chain.send(msg("hi", "m1"), "1-0") is Outcome.HANDED_OVER  # reclaimed entry
+    assert len(chain.reached) == 2
+
+
+async def test_help_is_flood_limited_like_any_message() -> None:
+    chain = Chain(rate_limit=3)
+    outcomes = [await chain.send(msg("/help", f"h{n}"), f"{n}-0") for n in range(6)]
+    assert outcomes == [Outcome.ANSWERED] * 6
+    assert chain.adapter.texts() == ["help text"] * 3
+    assert [t for _, t, _ in chain.adapter.notices if "too fast" in t] != []
+
+
+async def test_blank_and_oversized_messages_get_a_notice_and_no_turn() -> None:
+    chain = Chain()
+    assert await chain.send(msg("   ", "b1"), "1-0") is Outcome.ANSWERED
+    assert await chain.send(msg("x" * 101, "b2"), "2-0") is Outcome.ANSWERED
+    assert chain.reached == []
+    assert "too long" in chain.adapter.texts()[-1]
+
+
+async def test_a_group_message_not_for_the_bot_is_ignored_and_a_dm_gets_a_thread() -> None:
+    chain = Chain()
+    chatter = msg("lunch?", "g1", is_dm=False, chat_id="C1", platform=Platform.TELEGRAM)
+    assert await chain.send(chatter, "1-0") is Outcome.ANSWERED
+    assert chain.reached == [] and chain.threads.conversations == {}
+    assert await chain.send(msg("hello", "d1"), "2-0") is Outcome.HANDED_OVER
+    (ctx,) = chain.reached
+    assert ctx.thread_id == chain.threads.conversations[ctx.conversation]
+
+
+async def test_a_press_on_a_question_that_is_gone_is_answered_privately_and_stops() -> None:
+    chain = Chain()
+    press = msg("", "p1", button=ButtonPress("no-such-question", 0, "cb1"))
+    assert await chain.send(press, "1-0") is Outcome.ANSWERED
+    assert chain.adapter.button_answers == [("U1", "This question is no longer open.")]
+    assert chain.reached == []
