@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from channels import metrics
 from channels.adapter import Adapter
@@ -33,6 +32,7 @@ from channels.manager.gates import (
 from channels.manager.intake import Intake
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
+from channels.manager.retry import Step, run_idempotent
 from channels.manager.routing import ThreadResolver
 from channels.manager.turns import TurnScheduler
 from channels.message import InboundMessage, Platform
@@ -173,7 +173,7 @@ class Manager:
         entry is not answered again. Idempotent, so a storage blip is retried here."""
         if outcome in (Outcome.HANDED_OVER, Outcome.RETRY):
             return outcome
-        work: list[Callable[[], Awaitable[None]]] = [lambda: self._s.inbox.finish([entry.entry_id])]
+        work: list[Step] = [lambda: self._s.inbox.finish([entry.entry_id])]
         if ctx is not None and outcome is Outcome.ANSWERED:
             msg = ctx.msg
             work.append(
@@ -182,14 +182,7 @@ class Manager:
                 )
             )
         try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type(StorageError),
-                stop=stop_after_attempt(len(self._config.retry_delays_s) + 1),
-                wait=wait_exponential(multiplier=self._config.retry_delays_s[0], max=5),
-                reraise=True,
-            ):
-                with attempt:
-                    await asyncio.gather(*(step() for step in work))
+            await run_idempotent(work, self._config.retry_delays_s)
         except StorageError as exc:
             _log.warning("inbox.finish_failed", error=str(exc))
         return outcome

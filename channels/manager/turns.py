@@ -13,12 +13,10 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from channels import metrics
 from channels.adapter import AckKind, Adapter
@@ -30,6 +28,7 @@ from channels.manager.delivery import ReplyDelivery
 from channels.manager.files import fetch_batch_files
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
+from channels.manager.retry import Step, run_idempotent
 from channels.manager.runs import AgentRuns, LockLost
 from channels.message import Platform
 from storage import Slot, SlotState
@@ -224,9 +223,7 @@ class TurnScheduler:
         """Record the batch answered (with the reply's ids, so replies to them find the thread)
         and take the next batch; idempotent, so a storage blip is retried."""
         lock, thread_id = session.lock, session.thread_id
-        work: list[Callable[[], Awaitable[Any]]] = [
-            lambda: self._s.queue.finish(lock, batch.entry_ids, question_id)
-        ]
+        work: list[Step] = [lambda: self._s.queue.finish(lock, batch.entry_ids, question_id)]
         sent_ids, session.sent_ids = session.sent_ids, []
         if sent_ids:
             platform, chat = str(session.adapter.platform), session.sent_chat
@@ -240,14 +237,7 @@ class TurnScheduler:
         if charge is not None and self._usage is not None:
             usage, (payer, result) = self._usage, charge
             work.append(lambda: usage.record(payer, result))  # idempotent per run id
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(StorageError),
-            stop=stop_after_attempt(len(self._config.retry_delays_s) + 1),
-            wait=wait_exponential(multiplier=self._config.retry_delays_s[0], max=5),
-            reraise=True,
-        ):
-            with attempt:
-                results = await asyncio.gather(*(step() for step in work))
+        results = await run_idempotent(work, self._config.retry_delays_s)
         if own is not None and sortable_entry_id(own) in batch.entry_ids:
             session.own_entry = None
         return results[0]

@@ -3,7 +3,6 @@ and the conversation continues from the persisted (AOF) state once Redis is back
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,7 @@ from service.settings import Settings
 from storage import EmbeddedValkey, connect
 from switchboard.errors import StorageError
 from tests.fakes.recording_adapter import RecordingAdapter
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import free_port
 
 
 def dm(text: str, n: int) -> InboundMessage:
@@ -38,7 +32,7 @@ def dm(text: str, n: int) -> InboundMessage:
 async def test_while_redis_is_down_messages_are_refused_and_after_a_restart_nothing_is_lost(
     tmp_path: Path,
 ) -> None:
-    port = _free_port()
+    port = free_port()
     server = EmbeddedValkey(tmp_path / "valkey", port=port)
     await server.start()
     client = connect(f"redis://127.0.0.1:{port}/0")

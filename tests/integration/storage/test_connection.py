@@ -6,7 +6,6 @@ These start their own embedded servers in tmp dirs (not the session server).
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from storage import EmbeddedValkey, connect, open_redis
 from switchboard.errors import ConfigError, StorageError
+from tests.support import free_port
 
 __all__: list[str] = []
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _ping(url: str) -> bool:
@@ -106,7 +100,7 @@ async def test_open_redis_without_url_runs_an_embedded_server_and_stops_it_on_ex
 async def test_open_redis_with_an_unreachable_url_raises_storage_error_without_secrets(
     tmp_path: Path,
 ) -> None:
-    port = _closed_port()
+    port = free_port()
     url = f"redis://admin:hunter2-secret@127.0.0.1:{port}/0"
     with pytest.raises(StorageError) as info:
         async with open_redis(url, tmp_path):
@@ -159,7 +153,7 @@ async def test_cluster_mode_without_a_url_is_one_config_error_line(tmp_path: Pat
 async def test_an_unreachable_cluster_url_raises_storage_error_without_secrets(
     tmp_path: Path,
 ) -> None:
-    port = _closed_port()
+    port = free_port()
     url = f"redis://admin:hunter2-secret@127.0.0.1:{port}/0"
     with pytest.raises(StorageError) as info:
         async with open_redis(url, tmp_path, cluster=True):
