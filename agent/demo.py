@@ -122,7 +122,7 @@ class DemoChatModel(BaseChatModel):
     - `code N` -> a sentence, a ```python fenced block of about N characters, a sentence
       (N above MAX_DEMO_CHARS, for either: a one-line refusal instead)
     - `slow S` -> waits S seconds (float), then "Done after S s." (S at most MAX_DEMO_DELAY_S)
-    - `drip N` -> "w1 w2 … wN" (N at most MAX_DRIP_WORDS), streamed a word every DRIP_EVERY_S
+    - `drip N` -> "w1 w2 … wN" (N at most MAX_DRIP_WORDS), written a word every DRIP_EVERY_S
     - `recall` -> "You first said: <first human message text of the thread>"
     - contains `time` -> calls `current_time`, then answers "It is <tool result>."
     - starts with `choose` -> calls `ask_clarification(question="Which one do you mean?",
@@ -166,8 +166,8 @@ class DemoChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         step = _script(messages)
-        if step.delay_s:
-            time.sleep(step.delay_s)
+        if step.delay_s or step.drip_s:
+            time.sleep(step.delay_s + _writing_s(step))
         return _result(step, len(messages))
 
     async def _agenerate(
@@ -178,8 +178,8 @@ class DemoChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         step = _script(messages)
-        if step.delay_s:
-            await asyncio.sleep(step.delay_s)
+        if step.delay_s or step.drip_s:
+            await asyncio.sleep(step.delay_s + _writing_s(step))
         return _result(step, len(messages))
 
     async def _astream(
@@ -200,6 +200,11 @@ class DemoChatModel(BaseChatModel):
             yield chunk
             if step.drip_s:
                 await asyncio.sleep(step.drip_s)
+
+
+def _writing_s(step: _Step) -> float:
+    """A dripped reply takes as long unstreamed as streamed: a model writes at its own pace."""
+    return step.drip_s * len(step.text.split())
 
 
 def _chunks(step: _Step, position: int) -> list[ChatGenerationChunk]:

@@ -3,7 +3,8 @@ reply, cancelled by `/stop`, a timeout or a lost lock.
 
 With streaming on and an adapter that `Streams`, the model's text goes to a `ReplyStream` as it
 is written; the turn's delivery then settles that stream on the final chunks (`finish`), or takes
-it back before a question is sent whole (`cancel`).
+it back before a question is sent whole (`cancel`). Whether a turn streams at all is the
+`StreamPolicy`'s call: only while replies are slow enough for a stream to be seen.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from channels.manager.config import ManagerConfig, TurnRunner
 from channels.manager.context import TurnSession
 from channels.manager.ports import LockStore
 from channels.manager.replies import Responder
+from channels.manager.stream_policy import StreamPolicy
 from storage.checkpoint import FencedOut
 from switchboard.errors import AgentError, StorageError
 
@@ -80,6 +82,7 @@ class AgentRuns:
         self._say = responder
         self._config = config
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
+        self._streams = StreamPolicy(config.stream_after_s)
 
     def stop_local(self, thread_id: str) -> bool:
         turn = self._running.get(thread_id)
@@ -97,9 +100,10 @@ class AgentRuns:
         answered = asyncio.Event()
         shown: _Shown | None = None
         context = session.context
-        if self._config.streaming and isinstance(adapter, Streams):
+        if self._config.streaming and isinstance(adapter, Streams) and self._streams.wanted():
             shown = _Shown(adapter.open_stream(target), answered, self._config.stream_after_s)
             context = replace(context, on_text=shown.text, on_status=shown.status)
+        started = time.monotonic()
         turn = asyncio.create_task(runner(thread_id, batch.text, context), name=f"turn:{thread_id}")
         self._running[thread_id] = turn
         lost = asyncio.Event()
@@ -111,6 +115,7 @@ class AgentRuns:
             finally:
                 answered.set()
                 await typing
+            self._streams.record(time.monotonic() - started)
             session.stream = shown.stream if shown is not None else None
             return result
         except asyncio.CancelledError:

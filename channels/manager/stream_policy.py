@@ -1,0 +1,42 @@
+"""Whether a turn streams its reply as the model writes it.
+
+A streamed reply is seen only when it takes longer than `after_s`: nothing is shown before,
+and a reply written faster is sent whole. Yet asking the model to stream always costs: the model
+client then parses every token as an event of its own (langchain-openai and the openai SDK spend
+about 0.15 ms of CPU per chunk, against one parse for a whole reply), which on a fast model is
+pure overhead, nearly half a turn's CPU (`bench/bot_floor.py --slow-model` shows both cases).
+
+So a worker streams while replies are slow enough to be seen streaming: it streams until it has
+seen `warmup` replies, and then as long as one of its last `window` replies took `after_s` or
+more. A hosted LLM writing a paragraph takes seconds, so its turns always stream; a fast local
+model, or replies of a few words, are sent whole without the per-token cost. The price: on a
+worker whose recent replies were all fast, one unexpectedly slow reply shows the typing hint
+instead of a stream, and the replies after it stream again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["StreamPolicy"]
+
+
+class StreamPolicy:
+    def __init__(self, after_s: float, *, window: int = 32, warmup: int = 8) -> None:
+        self._after_s = after_s
+        self._warmup = warmup
+        self._recent: deque[float] = deque(maxlen=window)
+        self._slow = 0  # how many of `_recent` took `after_s` or more
+
+    def wanted(self) -> bool:
+        if self._after_s <= 0:
+            return True  # every reply is shown as it is written
+        return len(self._recent) < self._warmup or self._slow > 0
+
+    def record(self, seconds: float) -> None:
+        """How long a finished run took to write its reply."""
+        if len(self._recent) == self._recent.maxlen and self._recent[0] >= self._after_s:
+            self._slow -= 1
+        self._recent.append(seconds)
+        if seconds >= self._after_s:
+            self._slow += 1
