@@ -42,13 +42,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local stop = redis.call('GETDEL', KEYS[2]) and 1 or 0
 return {1, stop}
 """
-_EXTEND = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-"""
 
 
 def lock_ms(ttl_s: float) -> int:
@@ -70,7 +63,6 @@ class ThreadLocks:
         self.ttl_s = ttl_s
         self._stop = client.register_script(_STOP)
         self._release = client.register_script(_RELEASE)
-        self._extend = client.register_script(_EXTEND)
         self._keep = client.register_script(_KEEP)
 
     async def keep(self, lock: Lock) -> tuple[bool, bool]:
@@ -85,18 +77,6 @@ class ThreadLocks:
             raise StorageError(f"lock keep failed: {exc.__class__.__name__}") from None
         return bool(held), bool(stop)
 
-    async def extend(self, lock: Lock) -> bool:
-        """Push the expiry out; False means the lock was lost (expired and maybe taken)."""
-        try:
-            return bool(
-                await self._extend(
-                    keys=[self._keys.lock(lock.thread_id)],
-                    args=[lock.token, lock_ms(lock.ttl_s)],
-                )
-            )
-        except RedisError as exc:
-            raise StorageError(f"lock extend failed: {exc.__class__.__name__}") from None
-
     async def release(self, lock: Lock) -> bool:
         try:
             return bool(
@@ -104,12 +84,6 @@ class ThreadLocks:
             )
         except RedisError as exc:
             raise StorageError(f"lock release failed: {exc.__class__.__name__}") from None
-
-    async def is_locked(self, thread_id: str) -> bool:
-        try:
-            return bool(await self._r.exists(self._keys.lock(thread_id)))
-        except RedisError as exc:
-            raise StorageError(f"lock check failed: {exc.__class__.__name__}") from None
 
     async def request_stop(self, thread_id: str) -> bool:
         """Ask the holder (in any process) to cancel its turn; False if nothing is running."""
@@ -121,10 +95,3 @@ class ThreadLocks:
             )
         except RedisError as exc:
             raise StorageError(f"stop request failed: {exc.__class__.__name__}") from None
-
-    async def take_stop(self, thread_id: str) -> bool:
-        """Consume a pending stop request for this thread (GETDEL: seen by exactly one holder)."""
-        try:
-            return (await self._r.getdel(self._keys.stop(thread_id))) is not None
-        except RedisError as exc:
-            raise StorageError(f"stop check failed: {exc.__class__.__name__}") from None

@@ -11,7 +11,7 @@ import pytest
 from channels.adapter import AckKind
 from channels.manager import encode_message
 from channels.message import ButtonPress, InboundMessage, Platform
-from storage import Keys, ThreadLocks, ThreadMap, ThreadQueue
+from storage import Keys, ThreadMap, ThreadQueue
 from tests.fakes.recording_adapter import RecordingAdapter
 from tests.support import wait_until
 
@@ -146,7 +146,7 @@ async def test_crashed_worker_leaves_nothing_stuck(make_manager, redis, keys: Ke
 
 
 async def _not_locked(redis, keys: Keys, thread_id: str) -> bool:  # type: ignore[no-untyped-def]
-    return not await ThreadLocks(redis, keys=keys).is_locked(thread_id)
+    return not await redis.exists(keys.lock(thread_id))
 
 
 async def test_clarification_is_answered_by_the_next_message(make_manager) -> None:

@@ -72,8 +72,8 @@ async def test_two_clients_never_hold_a_thread_lock_at_once(
                 runs += 1
                 most_holders = max(most_holders, holders)
                 # Hold across round trips so the other contenders get to try meanwhile.
-                assert await lock_ops.extend(slot.lock) is True
-                assert await lock_ops.is_locked("t1") is True
+                assert await lock_ops.keep(slot.lock) == (True, False)
+                assert await clients[i % 2].exists(keys.lock("t1")) == 1
                 holders -= 1
                 batch = [item.entry_id for item in slot.items]
                 answered.extend(batch)
@@ -85,7 +85,7 @@ async def test_two_clients_never_hold_a_thread_lock_at_once(
     assert runs >= 2
     # every message was answered exactly once and nothing was left behind without a holder
     assert len(answered) == len(set(answered)) == len(submitted) == 300
-    assert await locks[0].is_locked("t1") is False
+    assert await redis.exists(keys.lock("t1")) == 0
     assert await redis.zcard(keys.thread("t1", "q")) == 0
 
 
@@ -102,19 +102,8 @@ async def test_a_holder_that_stops_extending_loses_the_lock_after_its_ttl(
 
     taken = await wait_until(lambda: take(second_queue, "t1", "tok-b", "999-0"), timeout=5.0)
     assert taken.token == "tok-b"
-    assert await first.extend(lock) is False
     assert await first.keep(lock) == (False, False)
     assert await redis.get(keys.lock("t1")) == b"tok-b"
-
-
-async def test_extend_pushes_the_expiry_out_again(redis: aioredis.Redis, keys: Keys) -> None:
-    queue = ThreadQueue(redis, keys=keys, lock_ttl_s=20.0)
-    locks = ThreadLocks(redis, keys=keys)
-    lock = await take(queue, "t1")
-    assert lock is not None
-    await redis.pexpire(keys.lock("t1"), 100)
-    assert await locks.extend(lock) is True
-    assert 19_000 < await redis.pttl(keys.lock("t1")) <= 20_000
 
 
 async def test_keep_extends_the_lock_and_reports_a_pending_stop_exactly_once(
@@ -131,7 +120,7 @@ async def test_keep_extends_the_lock_and_reports_a_pending_stop_exactly_once(
     assert await locks.request_stop("t1") is True
     assert await locks.keep(lock) == (True, True)
     assert await locks.keep(lock) == (True, False)
-    assert await locks.take_stop("t1") is False
+    assert await redis.exists(keys.stop("t1")) == 0
 
 
 async def test_a_stale_holders_keep_does_not_swallow_the_new_holders_stop(
@@ -164,16 +153,15 @@ async def test_stale_token_can_neither_extend_nor_release_the_new_holders_lock(
     current = await wait_until(lambda: take(second_queue, "t1", "tok-b", "999-0"), timeout=5.0)
     await redis.pexpire(keys.lock("t1"), 10_000)
 
-    assert await first.extend(stale) is False
     assert await first.keep(stale) == (False, False)
     assert await first.release(stale) is False
     assert await first.release(Lock("t1", "forged-token", 30.0)) is False
 
     assert await redis.get(keys.lock("t1")) == current.token.encode()
     assert await redis.pttl(keys.lock("t1")) <= 10_000  # the stale extends did not push it out
-    assert await second.extend(current) is True
+    assert await second.keep(current) == (True, False)
     assert await second.release(current) is True
-    assert await first.is_locked("t1") is False
+    assert await redis.exists(keys.lock("t1")) == 0
 
 
 async def test_release_frees_the_lock_for_the_next_holder(
@@ -184,10 +172,10 @@ async def test_release_frees_the_lock_for_the_next_holder(
     locks = ThreadLocks(redis, keys=keys)
     lock = await take(first_queue, "t1", "tok-a")
     assert lock is not None
-    assert await locks.is_locked("t1") is True
+    assert await redis.exists(keys.lock("t1")) == 1
     assert await locks.release(lock) is True
     assert await locks.release(lock) is False
-    assert await locks.is_locked("t1") is False
+    assert await redis.exists(keys.lock("t1")) == 0
     taken = await take(second_queue, "t1", "tok-b")
     assert taken is not None and taken.token == "tok-b"
 
@@ -214,7 +202,6 @@ async def test_request_stop_is_false_when_nothing_runs_and_true_when_a_lock_is_h
     locks = ThreadLocks(redis, keys=keys)
     assert await locks.request_stop("t1") is False
     assert await redis.exists(keys.stop("t1")) == 0
-    assert await locks.take_stop("t1") is False
 
     assert await take(ThreadQueue(redis, keys=keys), "t1") is not None
     assert await locks.request_stop("t1") is True
@@ -222,14 +209,17 @@ async def test_request_stop_is_false_when_nothing_runs_and_true_when_a_lock_is_h
     assert await locks.request_stop("t2") is False  # another thread's lock does not count
 
 
-async def test_take_stop_is_consumed_exactly_once(redis: aioredis.Redis, keys: Keys) -> None:
+async def test_a_stop_is_seen_by_exactly_one_of_concurrent_keeps(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
     locks = ThreadLocks(redis, keys=keys)
-    assert await take(ThreadQueue(redis, keys=keys), "t1") is not None
+    lock = await take(ThreadQueue(redis, keys=keys), "t1")
+    assert lock is not None
     assert await locks.request_stop("t1") is True
     await warm_pool(redis, 20)
-    seen = await asyncio.gather(*(locks.take_stop("t1") for _ in range(20)))
-    assert seen.count(True) == 1
-    assert await locks.take_stop("t1") is False
+    seen = await asyncio.gather(*(locks.keep(lock) for _ in range(20)))
+    assert seen.count((True, True)) == 1 and seen.count((True, False)) == 19
+    assert await locks.keep(lock) == (True, False)
 
 
 async def test_taking_a_freed_lock_clears_a_stop_the_last_turn_never_saw(
@@ -242,8 +232,9 @@ async def test_taking_a_freed_lock_clears_a_stop_the_last_turn_never_saw(
     assert await locks.request_stop("t1") is True
     assert await locks.release(old) is True  # the turn ended before it looked at the flag
 
-    assert await take(queue, "t1") is not None
-    assert await locks.take_stop("t1") is False
+    new = await take(queue, "t1")
+    assert new is not None
+    assert await locks.keep(new) == (True, False)
 
 
 async def test_a_refused_take_leaves_the_holders_stop_flag(
@@ -251,7 +242,8 @@ async def test_a_refused_take_leaves_the_holders_stop_flag(
 ) -> None:
     holder = ThreadLocks(redis, keys=keys)
     other = ThreadLocks(second_client, keys=keys)
-    assert await take(ThreadQueue(redis, keys=keys), "t1", "tok-a") is not None
+    lock = await take(ThreadQueue(redis, keys=keys), "t1", "tok-a")
+    assert lock is not None
     assert await other.request_stop("t1") is True
     assert await take(ThreadQueue(second_client, keys=keys), "t1", "tok-b") is None
-    assert await holder.take_stop("t1") is True
+    assert await holder.keep(lock) == (True, True)
