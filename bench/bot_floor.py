@@ -30,7 +30,10 @@ Run: `.venv/bin/python bench/bot_floor.py [--messages 30] [--chats 200] [--quick
 `--no-linked` skips the linked row. Diagnostics: `--gc-stats` times each bot's garbage
 collections during the burst (gen-2 pauses are a large, lumpy share of both bots' CPU, so a small
 burst is noisy); `--profile DIR` records the burst with py-spy (`pip install py-spy` into .venv;
-the sampler perturbs the numbers of that run). The exit status is 1 when a bot failed or a burst
+the sampler perturbs the numbers of that run). `--slow-model SECONDS` makes the fake model take
+that long to write each reply, chunk by chunk, as a hosted LLM does: Switchboard then streams
+(drafts while the model writes), so `--slow-model 2 --streaming-off` shows what streaming costs
+where it is used; the paced messages are spaced by that much more. The exit status is 1 when a bot failed or a burst
 message went unanswered or was answered twice.
 """
 
@@ -175,8 +178,8 @@ async def fake_telegram_role() -> None:
     await fake.stop()
 
 
-async def fake_openai_role() -> None:
-    fake = FakeOpenAI()
+async def fake_openai_role(write_s: float) -> None:
+    fake = FakeOpenAI(write_s=write_s)
     _emit({"base_url": await fake.start()})
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await fake.stop()
@@ -341,7 +344,7 @@ async def run_side(
 ) -> Result:
     result = Result(side)
     tg, tg_base = await harness.fake(_SELF, "fake-telegram")
-    ai_children = await harness.fake(_SELF, "fake-openai")
+    ai_children = await harness.fake(_SELF, "fake-openai", "--slow-model", str(args.slow_model))
     _, ai_base = ai_children
     warm = [WARMUP_BASE + i for i in range(args.warmup)]
     burst = [BURST_BASE + i for i in range(args.chats)]
@@ -401,10 +404,10 @@ async def run_side(
 
         # 1. unloaded latency: one chat, one message every PACE_S
         lat_tags = tags.take(args.messages)
-        start = time.monotonic()
+        start, pace = time.monotonic(), PACE_S + args.slow_model  # one reply before the next
         for i, tag in enumerate(lat_tags):
             await tg.request(op="push", chats=[LATENCY_CHAT], tags=[tag])
-            await asyncio.sleep(max(0.0, start + (i + 1) * PACE_S - time.monotonic()))
+            await asyncio.sleep(max(0.0, start + (i + 1) * pace - time.monotonic()))
         await tg.request(op="wait", tags=lat_tags, timeout=30.0)
         report = await tg.request(op="report", tags=lat_tags)
         result.latencies = report["latencies"]
@@ -479,6 +482,7 @@ def print_table(results: list[Result], args: argparse.Namespace, redis_version: 
     print(
         f"Switchboard {args.root} @ {args.commit}; {os.cpu_count()} CPUs; "
         f"{args.messages} paced messages, {args.chats}-chat burst; Valkey {redis_version}; "
+        f"model writes each reply in {args.slow_model:g} s; "
         f"Switchboard log level {args.log_level}"
     )
     head = (
@@ -611,6 +615,13 @@ def main() -> int:
         action="store_true",
         help="also run Switchboard (open) with SWITCHBOARD_STREAMING=off: what streaming costs",
     )
+    parser.add_argument(
+        "--slow-model",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="the fake model takes this long to write each reply (streamed chunk by chunk)",
+    )
     parser.add_argument("--role", default="driver", help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
     parser.add_argument("--openai-base", help=argparse.SUPPRESS)
@@ -619,7 +630,7 @@ def main() -> int:
         asyncio.run(fake_telegram_role())
         return 0
     if args.role == "fake-openai":
-        asyncio.run(fake_openai_role())
+        asyncio.run(fake_openai_role(args.slow_model))
         return 0
     if args.role == "floor":
         asyncio.run(floor_role(args.api_base, args.openai_base))

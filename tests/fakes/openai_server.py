@@ -57,6 +57,8 @@ class FakeOpenAI:
     base_url: str = ""
     cost: float | None = None  # OpenRouter-style `usage.cost` in USD on every response
     delay: float = 0.0  # seconds every completion waits before answering
+    write_s: float = 0.0  # seconds a reply takes to write: spread over its streamed chunks,
+    # waited whole before a non-streamed answer (a model writes at its own pace either way)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
 
@@ -92,6 +94,8 @@ class FakeOpenAI:
             await asyncio.sleep(self.delay)
         if body.get("stream"):
             return await self._stream(request, body, text, calls)
+        if self.write_s > 0:
+            await asyncio.sleep(self.write_s)
         message: dict[str, Any] = {"role": "assistant", "content": text if not calls else None}
         if calls:
             message["tool_calls"] = calls
@@ -141,8 +145,11 @@ class FakeOpenAI:
                 for part in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
                     await send({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
         else:
-            for start in range(0, len(text), 8):
+            pieces = range(0, len(text), 8)
+            for start in pieces:
                 await send({"content": text[start : start + 8]})
+                if self.write_s > 0:
+                    await asyncio.sleep(self.write_s / len(pieces))
         await send({}, "tool_calls" if calls else "stop")
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {
