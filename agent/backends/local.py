@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
@@ -42,7 +42,7 @@ from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
-from agent.tools import CLARIFICATION_TOOL
+from agent.streamed_text import StreamedText
 from agent.tracing import TracingConfig, run_metadata
 from agent.usage import ModelPrice, UsageMeter
 from storage.checkpoint import FENCE_KEY
@@ -229,11 +229,11 @@ async def _streamed(
 ) -> dict[str, Any]:
     """`ainvoke`'s result, while handing the model's text to `context.on_text` as it is
     written (LangGraph's "messages" stream) and announcing tool steps to `context.on_status`.
-    Only assistant text reaches the sinks: tool-call arguments and tool output never do."""
+    Only assistant text reaches the sinks (`agent.streamed_text`)."""
     assert context.on_text is not None
     latest: dict[str, Any] = {}
     interrupts: list[Interrupt] = []
-    announced: set[str] = set()
+    relay = StreamedText(context)
     async for mode, chunk in graph.astream(
         payload, config, stream_mode=["updates", "values", "messages"], durability="exit"
     ):
@@ -243,20 +243,7 @@ async def _streamed(
             interrupts.extend(chunk["__interrupt__"])
         elif mode == "messages":
             message, meta = chunk
-            if not isinstance(message, AIMessageChunk | AIMessage):
-                continue
-            if (meta or {}).get("langgraph_node") == "tools":
-                continue  # a tool's own model calls are not the reply
-            for call in getattr(message, "tool_call_chunks", None) or message.tool_calls or ():
-                name = call.get("name")
-                if name == CLARIFICATION_TOOL:
-                    continue  # the question itself is sent whole, never announced
-                if name and name not in announced and context.on_status is not None:
-                    announced.add(name)
-                    await context.on_status(f"Using {name}…")
-            text = message.text if isinstance(message.content, str | list) else ""
-            if text:
-                await context.on_text(text)
+            await relay.relay(message, meta)
     return {**latest, "__interrupt__": interrupts} if interrupts else latest
 
 

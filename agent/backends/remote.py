@@ -6,6 +6,10 @@
   the thread (an in-memory dev server restarted) starts it afresh instead of failing every turn.
 - Runs are streamed (`values` for the state, `updates` for interrupts). The reply is
   `extract_reply` of the final state's messages, exactly as for a local graph.
+- Token streaming: when `TurnContext.on_text` is set, the run also asks for `messages-tuple`
+  (`[message, metadata]` per model token, "messages" events) and filters it as the local runner
+  does (`agent.streamed_text`): assistant text to `on_text`, one "Using <tool>…" per tool to
+  `on_status`. Without `on_text` that mode is not requested, so the server sends no tokens.
 - Clarifications: the server's interrupts become our `Question` (same value shape as local:
   `{"question", "options", …}` or a string); `resume` sends `Command(resume=answer)`. A new
   message while a question waits answers it, as with a local graph of your own.
@@ -31,10 +35,12 @@ import structlog
 from langchain_core.messages import convert_to_messages
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, LangGraphError, NotFoundError
+from langgraph_sdk.schema import StreamMode
 
 from agent.backends.local import first_question
 from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
+from agent.streamed_text import StreamedText
 from storage.remote_threads import RemoteThreads
 from switchboard.errors import AgentError, SwitchboardError
 
@@ -145,10 +151,14 @@ class RemoteGraphRunner:
         created: dict[str, Any] = {}
         values: dict[str, Any] = {}
         interrupts: list[Any] = []
+        relay = StreamedText(context) if context.on_text is not None else None
+        modes: list[StreamMode] = ["values", "updates"]
+        if relay is not None:
+            modes.append("messages-tuple")
         stream = self._client.runs.stream(
             server_thread,
             self._assistant,
-            stream_mode=["values", "updates"],
+            stream_mode=modes,
             metadata={"switchboard_thread_id": thread_id, "platform": context.platform},
             on_disconnect="cancel",
             multitask_strategy="interrupt",  # a run left by a dead worker gives way
@@ -164,6 +174,9 @@ class RemoteGraphRunner:
                 elif part.event == "error":
                     kind = data.get("error") if isinstance(data, dict) else None
                     raise AgentError(f"the agent server run failed ({kind or 'error'})")
+                elif part.event == "messages":
+                    if relay is not None and _is_pair(data):
+                        await relay.relay(data[0], data[1])
                 elif isinstance(data, dict):
                     if part.event == "values":
                         values = data
@@ -204,6 +217,16 @@ class RemoteGraphRunner:
         server_thread = await self._threads.get(thread_id)
         if server_thread is not None:
             await self._cancel(server_thread, run_id)
+
+
+def _is_pair(data: Any) -> bool:
+    """A "messages-tuple" event's data: `[message dict, metadata dict]`."""
+    return (
+        isinstance(data, list | tuple)
+        and len(data) == 2
+        and isinstance(data[0], dict)
+        and isinstance(data[1], dict)
+    )
 
 
 def _failed(what: str, exc: BaseException) -> str:

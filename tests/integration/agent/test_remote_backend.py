@@ -1,17 +1,21 @@
 """`SWITCHBOARD_AGENT=http://…`: a real LangGraph server (`langgraph dev`, from
-`langgraph-cli[inmem]`) serving `examples/echo_graph.py`, reached through `langgraph-sdk`.
+`langgraph-cli[inmem]`) serving `examples/echo_graph.py` (assistant "agent") and the tool-calling
+`remote_stream_graph.py` beside this file (assistant "streaming"), reached through `langgraph-sdk`.
 
 The server is started once for the module on a free loopback port, in a scratch directory
-holding copies of `examples/echo_graph.py` and `examples/langgraph.json` (the CLI resolves graph
-paths against its working directory and keeps snapshots of its in-memory state there), with
-analytics off: no network beyond loopback. Each test talks to it through the production wiring (`build_core`,
-real Redis, the real manager) and a recording platform.
+holding copies of both graphs and of `examples/langgraph.json` with the second graph added (the
+CLI resolves graph paths against its working directory and keeps snapshots of its in-memory
+state there), with analytics off: no network beyond loopback. Each chat test talks to it
+through the production wiring (`build_core`, real Redis, the real manager) and a recording
+platform; the token-streaming tests call a `RemoteGraphRunner` with recording `on_text` and
+`on_status` sinks, as the manager does when streaming is on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -26,13 +30,23 @@ import pytest
 import redis.asyncio as aioredis
 
 from agent import RemoteGraphRunner
+from agent.result import TurnContext
 from channels.message import ButtonPress, InboundMessage, Platform
 from service.app import Core, build_core
 from service.settings import Settings
-from storage import RemoteThreads, ThreadMap
+from storage import Keys, RemoteThreads, ThreadMap
+from tests.integration.agent.remote_stream_graph import (
+    ARGS_MARK,
+    INNER_MARK,
+    OUTPUT_MARK,
+    REPLY,
+    WORD_EVERY_S,
+)
 from tests.support import free_port, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+STREAM_GRAPH = Path(__file__).resolve().parent / "remote_stream_graph.py"
+STREAMING = "streaming"  # the assistant (graph id) serving STREAM_GRAPH
 _ids = itertools.count(1)
 
 
@@ -43,8 +57,11 @@ def langgraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail("langgraph-cli[inmem] is not installed (make install installs the dev extra)")
     port = free_port()
     workdir = tmp_path_factory.mktemp("langgraph-dev")
-    for name in ("echo_graph.py", "langgraph.json"):
-        shutil.copy(EXAMPLES / name, workdir / name)
+    shutil.copy(EXAMPLES / "echo_graph.py", workdir / "echo_graph.py")
+    shutil.copy(STREAM_GRAPH, workdir / STREAM_GRAPH.name)
+    config = json.loads((EXAMPLES / "langgraph.json").read_text())
+    config["graphs"][STREAMING] = f"./{STREAM_GRAPH.name}:graph"
+    (workdir / "langgraph.json").write_text(json.dumps(config))
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -227,3 +244,117 @@ async def test_stop_cancels_the_server_run_and_cancelling_again_is_harmless(
 
 async def _is(status: object, expected: str) -> bool:
     return await status() == expected  # type: ignore[operator]
+
+
+class Sinks:
+    """`on_text`/`on_status` that record what arrives, when, and whether the server run was
+    still running when the first piece came."""
+
+    def __init__(self, runner: RemoteGraphRunner, thread: str) -> None:
+        self.runner = runner
+        self.thread = thread
+        self.events: list[tuple[str, str]] = []
+        self.arrivals: list[float] = []
+        self.running_at_first_text = False
+
+    @property
+    def pieces(self) -> list[str]:
+        return [value for kind, value in self.events if kind == "text"]
+
+    @property
+    def statuses(self) -> list[str]:
+        return [value for kind, value in self.events if kind == "status"]
+
+    def context(self) -> TurnContext:
+        return TurnContext(user_id="U1", platform="slack", on_text=self.text, on_status=self.status)
+
+    async def text(self, piece: str) -> None:
+        if not self.pieces:
+            server_thread = await self.runner.server_thread(self.thread)
+            assert server_thread is not None
+            runs = await self.runner.client.runs.list(server_thread)
+            self.running_at_first_text = any(r["status"] == "running" for r in runs)
+        self.events.append(("text", piece))
+        self.arrivals.append(time.monotonic())
+
+    async def status(self, line: str) -> None:
+        self.events.append(("status", line))
+
+
+@contextlib.asynccontextmanager
+async def streaming_runner(
+    url: str, redis: aioredis.Redis, keys: Keys
+) -> AsyncIterator[RemoteGraphRunner]:
+    runner = RemoteGraphRunner(
+        url=url, assistant=STREAMING, threads=RemoteThreads(redis, keys=keys)
+    )
+    try:
+        yield runner
+    finally:
+        await runner.aclose()
+
+
+async def _stream_modes(runner: RemoteGraphRunner, thread: str, run_id: str) -> list[str]:
+    """The stream modes the server recorded for a run (what the client asked for)."""
+    server_thread = await runner.server_thread(thread)
+    assert server_thread is not None
+    run = await runner.client.runs.get(server_thread, run_id)
+    return list(run["kwargs"]["stream_mode"])
+
+
+async def test_with_on_text_the_reply_streams_in_pieces_and_tool_steps_only_as_a_status(
+    langgraph_server: str, redis: aioredis.Redis, keys: Keys
+) -> None:
+    async with streaming_runner(langgraph_server, redis, keys) as runner:
+        sinks = Sinks(runner, "th-stream")
+        result = await runner.run_turn("th-stream", "look up the answer", sinks.context())
+        ended = time.monotonic()
+
+        assert result.reply_text == REPLY
+        assert result.question is None
+        assert len(sinks.pieces) >= 5, sinks.pieces
+        assert "".join(sinks.pieces) == result.reply_text
+        # Pieces came while the server run was still going, spread over its writing.
+        assert sinks.running_at_first_text
+        assert ended - sinks.arrivals[0] >= 5 * WORD_EVERY_S
+        assert sinks.arrivals[-1] - sinks.arrivals[0] >= 5 * WORD_EVERY_S
+        # The tool step is one status line, before the reply; nothing of the tool is text.
+        assert sinks.statuses == ["Using lookup…"]
+        assert sinks.events[0] == ("status", "Using lookup…")
+        streamed = "".join(sinks.pieces)
+        for marker in (ARGS_MARK, INNER_MARK, OUTPUT_MARK):
+            assert marker not in streamed
+        assert "messages-tuple" in await _stream_modes(runner, "th-stream", result.run_id)
+
+
+async def test_without_on_text_the_result_is_the_same_and_no_tokens_are_asked_for(
+    langgraph_server: str, redis: aioredis.Redis, keys: Keys
+) -> None:
+    async with streaming_runner(langgraph_server, redis, keys) as runner:
+        sinks = Sinks(runner, "th-on")
+        streamed = await runner.run_turn("th-on", "look up the answer", sinks.context())
+        plain = await runner.run_turn("th-off", "look up the answer", TurnContext(user_id="U1"))
+
+        assert plain.reply_text == streamed.reply_text == REPLY
+        assert plain.question is None and streamed.question is None
+        assert await _stream_modes(runner, "th-off", plain.run_id) == ["values", "updates"]
+
+
+async def test_a_question_streams_nothing_and_its_answer_streams_the_reply(
+    langgraph_server: str, redis: aioredis.Redis, keys: Keys
+) -> None:
+    async with streaming_runner(langgraph_server, redis, keys) as runner:
+        asking = Sinks(runner, "th-ask")
+        asked = await runner.run_turn("th-ask", "choose", asking.context())
+        assert asked.question is not None
+        assert asked.question.options == ("alpha", "beta", "gamma")
+        assert (
+            asking.events == []
+        )  # ask_clarification is never announced; the question is sent whole
+
+        answering = Sinks(runner, "th-ask")
+        answered = await runner.resume("th-ask", "beta", answering.context())
+        assert answered.question is None
+        assert answered.reply_text == "You chose: beta."
+        assert "".join(answering.pieces) == answered.reply_text
+        assert await runner.pending_question("th-ask") is None
