@@ -1,40 +1,62 @@
 """Platform send budgets shared by every process of the fleet (Redis), for adapters that would
-otherwise count only their own sends: two replicas each keeping under Telegram's limits together
-exceed them."""
+otherwise count only their own sends: two replicas each keeping under a platform's limits together
+exceed them.
+
+`SharedPacer` books the quotas an adapter names (`channels.send_budget`) in Redis, one script per
+call; the Slack and Discord adapters take it as their `Pacer`. `SharedTelegramPacer` is the same
+budget behind the Telegram adapter's per-chat `Pacer` protocol. If Redis cannot be reached a send
+is paced by this process alone rather than not sent.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import structlog
 
-from channels.telegram.pacing import BOT, GROUP, PRIVATE, ChatPacer
+from channels.send_budget import LocalPacer, Pacer, Quota, Rate
 from storage import SendWindow, SendWindows
 from switchboard.errors import StorageError
 
-__all__ = ["SharedTelegramPacer"]
+__all__ = ["SharedPacer", "SharedTelegramPacer"]
 
 _log = structlog.get_logger(__name__)
 
 
-class SharedTelegramPacer:
-    """Telegram's per-bot (30/s), per-private-chat (1/s) and per-group (20/min) windows, one
-    Redis script per send. If Redis cannot be reached the send is paced by this process alone
-    rather than not sent."""
+class SharedPacer:
+    """Quotas counted by the fleet in one owner's Redis windows (`SendWindows`); while Redis
+    errors, by `fallback` (this process's windows), with a warning per send."""
 
-    def __init__(self, windows: SendWindows) -> None:
+    def __init__(self, windows: SendWindows, *, fallback: Pacer | None = None) -> None:
         self._windows = windows
-        self._fallback = ChatPacer()
-        self._bot = SendWindow("all", BOT.limit, BOT.seconds)
+        self._fallback = fallback or LocalPacer()
 
-    async def wait(self, chat_id: str) -> None:
-        window = GROUP if chat_id.startswith("-") else PRIVATE
-        chat = SendWindow(f"c:{chat_id}", window.limit, window.seconds)
+    async def wait(self, quotas: Sequence[Quota]) -> None:
+        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
         try:
-            delay = await self._windows.reserve([self._bot, chat])
+            delay = await self._windows.reserve(booked)
         except StorageError as exc:
             _log.warning("pacing.shared_unavailable", error=str(exc))
-            await self._fallback.wait(chat_id)
+            await self._fallback.wait(quotas)
             return
         if delay > 0:
             await asyncio.sleep(delay)
+
+
+class SharedTelegramPacer:
+    """Telegram's per-bot (30/s), per-private-chat (1/s) and per-group (20/min) windows."""
+
+    def __init__(self, windows: SendWindows) -> None:
+        # Imported here: the Telegram package loads aiogram, which Slack- or Discord-only
+        # processes importing this module need not pay for.
+        from channels.telegram.pacing import BOT, GROUP, PRIVATE
+
+        self._shared = SharedPacer(windows)
+        self._bot = Quota("all", Rate(BOT.limit, BOT.seconds))
+        self._private = Rate(PRIVATE.limit, PRIVATE.seconds)
+        self._group = Rate(GROUP.limit, GROUP.seconds)
+
+    async def wait(self, chat_id: str) -> None:
+        rate = self._group if chat_id.startswith("-") else self._private
+        await self._shared.wait([self._bot, Quota(f"c:{chat_id}", rate)])

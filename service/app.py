@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -199,7 +200,7 @@ def build_adapters(
     settings: Settings, manager: Manager, *, client: redis.Redis | None = None
 ) -> list[Adapter]:
     """One adapter per platform whose token is set; imports stay lazy so unused SDKs cost nothing.
-    With `client`, Telegram's send limits are counted by the whole fleet in Redis."""
+    With `client`, each platform's send limits are counted by the whole fleet in Redis."""
     adapters: list[Adapter] = []
     if settings.telegram_enabled:
         from channels.pacing import SharedTelegramPacer
@@ -215,30 +216,40 @@ def build_adapters(
                 mode=settings.telegram_mode,
                 webhook_url=f"{settings.public_url.rstrip('/')}/telegram/webhook",
                 webhook_secret=_secret(settings.telegram_webhook_secret),
-                pacer=_telegram_pacer(settings, client, SharedTelegramPacer),
+                pacer=_shared_pacer(
+                    settings, client, SharedTelegramPacer, _telegram_owner(settings)
+                ),
             )
         )
     if settings.slack_enabled:
+        from channels.pacing import SharedPacer
         from channels.slack import SlackAdapter
 
+        slack_token = _secret(settings.slack_bot_token) or ""
         adapters.append(
             SlackAdapter(
-                bot_token=_secret(settings.slack_bot_token) or "",
+                bot_token=slack_token,
                 deliver=manager.deliver,
                 app_token=_secret(settings.slack_app_token),
                 signing_secret=_secret(settings.slack_signing_secret),
                 api_base=settings.slack_api_base,
+                pacer=_shared_pacer(settings, client, SharedPacer, f"slack:{_digest(slack_token)}"),
             )
         )
     if settings.discord_enabled:
         from channels.discord import DiscordAdapter
+        from channels.pacing import SharedPacer
 
+        discord_token = _secret(settings.discord_bot_token) or ""
         adapters.append(
             DiscordAdapter(
-                token=_secret(settings.discord_bot_token) or "",
+                token=discord_token,
                 deliver=manager.deliver,
                 api_base=settings.discord_api_base,
                 gateway_url=settings.discord_gateway_url,
+                pacer=_shared_pacer(
+                    settings, client, SharedPacer, f"discord:{_digest(discord_token)}"
+                ),
             )
         )
     for adapter in adapters:
@@ -246,12 +257,22 @@ def build_adapters(
     return adapters
 
 
-def _telegram_pacer(settings: Settings, client: redis.Redis | None, shared: Any) -> Any:
+def _shared_pacer(settings: Settings, client: redis.Redis | None, shared: Any, owner: str) -> Any:
+    """`shared` (a pacer class of `channels.pacing`) on `owner`'s Redis windows; None (the
+    adapter's in-process pacer) without a client."""
     if client is None:
         return None
+    return shared(SendWindows(client, keys=Keys(settings.redis_prefix), owner=owner))
+
+
+def _telegram_owner(settings: Settings) -> str:
     bot_id = (_secret(settings.telegram_bot_token) or "").split(":", 1)[0]
-    windows = SendWindows(client, keys=Keys(settings.redis_prefix), owner=f"tg:{bot_id}")
-    return shared(windows)
+    return f"tg:{bot_id}"
+
+
+def _digest(token: str) -> str:
+    """Names a bot (a Slack app installation, a Discord bot) in key names without its token."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def _webhooks(adapters: list[Adapter]) -> dict[str, WebhookHandler]:

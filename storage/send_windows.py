@@ -1,15 +1,26 @@
 """Send budgets shared by every process: sliding windows of reserved send times in Redis.
 
 A platform limits a bot as a whole, not a process (Telegram: about 30 messages per second per bot,
-one per second per private chat, 20 per minute per group), so a fleet must count together. Each
-window is a zset `sb:pace:{<bot>}:<scope>` of reservation ids scored by the time (ms) they may
-send; `reserve` books the earliest time that fits every window it is given, in one script, and
-returns how long the caller waits. All windows of one bot share the `{<bot>}` hash tag. A
-reservation id makes a resend after a lost reply book nothing twice.
+one per second per private chat, 20 per minute per group; Slack: about one message a second per
+channel, 50 `chat.update`s a minute per workspace; Discord: 5 messages or edits per 5 s per
+channel, 50 requests a second per bot), so a fleet must count together. Each window is a zset
+`sb:pace:{<owner>}:<scope>` of reservation ids scored by the time (ms) they may send; `reserve`
+books the earliest time that fits every window it is given, in one script, and returns how long
+the caller waits. All windows of one owner share the `{<owner>}` hash tag. A reservation id
+makes a resend after a lost reply book nothing twice.
 
 | key                          | type | value                              | TTL              |
 |------------------------------|------|------------------------------------|------------------|
-| `sb:pace:{<bot>}:<scope>`    | zset | reservation id → send time (ms)    | the window, slid |
+| `sb:pace:{<owner>}:<scope>`  | zset | reservation id → send time (ms)    | the window, slid |
+
+| owner                        | scopes                                                      |
+|------------------------------|-------------------------------------------------------------|
+| `tg:<bot id>`                | `all` (the bot), `c:<chat id>`                              |
+| `slack:<token digest>`       | `c:<channel id>`, `update:<team id>` (`chat.update`)        |
+| `discord:<token digest>`     | `all` (the bot), `c:<channel id>`                           |
+
+A Slack or Discord owner is the first 16 hex digits of the bot token's SHA-256: one app
+installation or bot, named without its token.
 """
 
 from __future__ import annotations
@@ -51,14 +62,14 @@ return at - now
 
 @dataclass(frozen=True, slots=True)
 class SendWindow:
-    scope: str  # e.g. "all" for the bot, "c:<chat id>" for one chat
+    scope: str  # e.g. "all" for the bot, "c:<chat id>" for one chat (table above)
     limit: int
     seconds: float
 
 
 class SendWindows:
     def __init__(self, client: redis.Redis, *, keys: Keys, owner: str) -> None:
-        """`owner` names the limited party (e.g. `tg:<bot id>`): the hash tag of its windows."""
+        """`owner` names the limited party (`tg:<bot id>`, ...): the hash tag of its windows."""
         self._keys = keys
         self._owner = owner
         self._reserve = client.register_script(_RESERVE)

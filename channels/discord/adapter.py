@@ -11,9 +11,12 @@ created" error, since a thread started from a message has that message's id), so
 dedupe on chat + message id sees the duplicate.
 
 Every send and edit carries `AllowedMentions.none()` (the client default too): the model's text
-never pings. Discord exceptions become `switchboard.errors` at this boundary
-(`channels/discord_errors.py`); the token is never logged. Endpoint overrides and raw payload taps
-live in `channels/discord_client.py`, the pure payload decisions in `channels/discord_events.py`.
+never pings. Every send, edit, streamed update and notice first waits on the channel's and the
+bot's send budget (`discord/pacing.py`: this process's, or the fleet's in Redis when the service
+passes a shared `pacer`); discord.py still waits out a 429 that happens anyway. Discord
+exceptions become `switchboard.errors` at this boundary (`channels/discord_errors.py`); the token
+is never logged. Endpoint overrides and raw payload taps live in `channels/discord_client.py`,
+the pure payload decisions in `channels/discord_events.py`.
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ from channels.discord.events import (
     to_inbound,
 )
 from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
+from channels.discord.pacing import SEND_LIMITS, DiscordLimits, DiscordPacing
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
+from channels.send_budget import LocalPacer, Pacer
 from channels.streaming import EditStream, MessageOps
 from switchboard.errors import PlatformAuthError, PlatformError
 
@@ -111,6 +116,7 @@ class DiscordAdapter:
 
     `guild_ready_timeout` is how long discord.py waits for the GUILD_CREATE stream to end before
     READY (its default, 2 s; tests shorten it); `start()` waits for READY at most `start_timeout`.
+    Sends wait on `pacer` (default: this process's windows) for the budgets `send_limits` sets.
     """
 
     platform = Platform.DISCORD
@@ -125,8 +131,11 @@ class DiscordAdapter:
         gateway_url: str | None = None,
         guild_ready_timeout: float = 2.0,
         start_timeout: float = 60.0,
+        pacer: Pacer | None = None,
+        send_limits: DiscordLimits = SEND_LIMITS,
     ) -> None:
         self._token = token
+        self._pacing = DiscordPacing(pacer or LocalPacer(), send_limits)
         self._deliver = deliver
         self._start_timeout = start_timeout
         self._ready = asyncio.Event()
@@ -416,6 +425,7 @@ class DiscordAdapter:
                 extra["reference"] = reference
             if last and view is not None:
                 extra["view"] = view
+            await self._pacing.send(target.chat_id)
             async with translated("send"):
                 sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
             ids.append(str(sent.id))
@@ -442,13 +452,15 @@ class DiscordAdapter:
 
     def open_stream(self, target: ReplyTarget) -> ReplyStream:
         """The first text as a message (replying like `send`), then edits at most one per
-        `EDIT_INTERVAL_S`, continued in new messages past 2000 characters; discord.py waits out
-        any 429 itself, which only slows the stream."""
+        `EDIT_INTERVAL_S`, continued in new messages past 2000 characters. Each post and edit
+        waits on the channel's send budget, shared with the final messages and notices;
+        discord.py waits out any 429 itself, which only slows the stream."""
 
         async def post(chunk: Chunk, first: bool) -> str:
             channel = self._messageable(target.chat_id)
             reference = self._reference(target) if first else None
             extra: dict[str, Any] = {"reference": reference} if reference is not None else {}
+            await self._pacing.send(target.chat_id)
             async with translated("send"):
                 sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
             return str(sent.id)
@@ -473,15 +485,16 @@ class DiscordAdapter:
     max_upload_bytes = MAX_UPLOAD_BYTES
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
-        files = DiscordFiles(client=self._client, reference=self._reference)
+        files = DiscordFiles(client=self._client, reference=self._reference, pacing=self._pacing)
         return await files.fetch(attachment, max_bytes)
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
-        files = DiscordFiles(client=self._client, reference=self._reference)
+        files = DiscordFiles(client=self._client, reference=self._reference, pacing=self._pacing)
         return await files.send_file(target, name, data, mime)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))
+        await self._pacing.send(target.chat_id)
         async with translated("edit"):
             await message.edit(content=chunk.text, view=None, allowed_mentions=_NO_PINGS)
 
@@ -523,6 +536,7 @@ class DiscordAdapter:
         interaction = self._interactions.get(press.interaction_id) if press else None
         if interaction is None:
             return False
+        await self._pacing.send(msg.chat_id)
         try:
             with routed_webhooks(self._webhooks):
                 async with translated("ephemeral notice"):
@@ -538,6 +552,8 @@ class DiscordAdapter:
         try:
             async with translated("direct message"):
                 dm = await self._client.create_dm(discord.Object(int(msg.sender_id)))
+            await self._pacing.send(str(dm.id))
+            async with translated("direct message"):
                 await dm.send(text[: LIMITS.max_len], allowed_mentions=_NO_PINGS)
         except PlatformError as exc:
             _log.info("discord.direct_message_failed", code=exc.code)

@@ -14,6 +14,7 @@ import discord
 
 from channels.adapter import SentRef
 from channels.discord.errors import translated
+from channels.discord.pacing import DiscordPacing
 from channels.files import check_size, download
 from channels.message import Attachment, Platform, ReplyTarget
 from switchboard.errors import FileTooLarge, PlatformError
@@ -25,16 +26,19 @@ _PLATFORM = str(Platform.DISCORD)
 
 
 class DiscordFiles:
-    """File transfer through one client; `reference` is the adapter's reply reference rule."""
+    """File transfer through one client; `reference` is the adapter's reply reference rule,
+    `pacing` its send budget (a file goes out as a message)."""
 
     def __init__(
         self,
         *,
         client: discord.Client,
         reference: Callable[[ReplyTarget], discord.MessageReference | None],
+        pacing: DiscordPacing,
     ) -> None:
         self._client = client
         self._reference = reference
+        self._pacing = pacing
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
         if not attachment.url.startswith(("https://", "http://")):
@@ -55,6 +59,7 @@ class DiscordFiles:
         reference = self._reference(target)
         if reference is not None:
             extra["reference"] = reference
+        await self._pacing.send(target.chat_id)
         async with translated("send file"):
             sent = await channel.send(
                 file=discord.File(io.BytesIO(data), filename=name or "file"),

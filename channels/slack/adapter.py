@@ -10,9 +10,11 @@ inbox (`deliver`), so an event is acknowledged only once it is durable.
 Retried deliveries carry the same `event_id` and the same channel + ts, so the manager's dedupe
 answers each message once, including the `message` twin of an `app_mention`.
 
-Replies arrive rendered as mrkdwn and chunked to `LIMITS.max_len`; 429s are retried by slack-sdk's
-rate-limit handler, which sleeps for `Retry-After`. slack-sdk errors become `switchboard.errors`
-here and nowhere else.
+Replies arrive rendered as mrkdwn and chunked to `LIMITS.max_len`. Every message, edit, stream
+call and notice first waits on the channel's send budget (`slack/pacing.py`: this process's, or
+the fleet's in Redis when the service passes a shared `pacer`); a 429 that still happens is
+retried by slack-sdk's rate-limit handler, which sleeps for `Retry-After`. slack-sdk errors
+become `switchboard.errors` here and nowhere else.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from channels.adapter import (
     SentRef,
 )
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
+from channels.send_budget import LocalPacer, Pacer
 from channels.slack.blocks import question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
@@ -60,6 +63,7 @@ from channels.slack.events import (
     to_inbound,
 )
 from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
+from channels.slack.pacing import SEND_LIMITS, SlackLimits, SlackPacing
 from channels.slack.stream import Refusals, SlackStream
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
@@ -96,7 +100,8 @@ _PLATFORM = str(Platform.SLACK)
 
 class SlackAdapter:
     """Satisfies `channels.base.Adapter` for Slack. Socket Mode when `app_token` is given, the
-    Events API (`handle_webhook`) when `signing_secret` is; both may be set."""
+    Events API (`handle_webhook`) when `signing_secret` is; both may be set. Sends wait on
+    `pacer` (default: this process's windows) for the budgets `send_limits` sets."""
 
     platform = Platform.SLACK
     capabilities = LIMITS
@@ -109,6 +114,8 @@ class SlackAdapter:
         app_token: str | None = None,
         signing_secret: str | None = None,
         api_base: str = DEFAULT_API_BASE,
+        pacer: Pacer | None = None,
+        send_limits: SlackLimits = SEND_LIMITS,
     ) -> None:
         if not bot_token:
             raise ConfigError("SLACK_BOT_TOKEN is empty")
@@ -116,6 +123,7 @@ class SlackAdapter:
             raise ConfigError("Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET")
         self._deliver = deliver
         self._app_token = app_token
+        self._pacing = SlackPacing(pacer or LocalPacer(), send_limits)
         self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
         self._client = AsyncWebClient(
             token=bot_token,
@@ -267,9 +275,7 @@ class SlackAdapter:
         ids.append(await self._post(target, fallback, blocks=question_blocks(last.text, prompt)))
         return SentRef(target.chat_id, tuple(ids))
 
-    def open_stream(
-        self, target: ReplyTarget, *, recipient_id: str | None = None
-    ) -> ReplyStream:
+    def open_stream(self, target: ReplyTarget, *, recipient_id: str | None = None) -> ReplyStream:
         """Slack's streaming API in the reply thread, or posted-and-edited messages where it
         is refused (`channels/slack/stream.py`). Outside DMs Slack wants the recipient: the
         target's `recipient_id` (the sender), unless given here; without one channels fall
@@ -278,6 +284,7 @@ class SlackAdapter:
             client=self._client,
             api=self._api,
             post=self._post,
+            pacing=self._pacing,
             target=target,
             caps=LIMITS,
             refusals=self._stream_refusals,
@@ -289,13 +296,15 @@ class SlackAdapter:
     max_upload_bytes = MAX_UPLOAD_BYTES
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
-        return await SlackFiles(client=self._client, call=self._api).fetch(attachment, max_bytes)
+        files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)
+        return await files.fetch(attachment, max_bytes)
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
-        files = SlackFiles(client=self._client, call=self._api)
+        files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)
         return await files.send_file(target, name, data, mime)
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
+        await self._pacing.update(target.chat_id, target.workspace_id)
         await self._api(
             self._client.chat_update(
                 channel=target.chat_id, ts=message_id, text=chunk.text, blocks=[]
@@ -348,6 +357,7 @@ class SlackAdapter:
     async def _post(
         self, target: ReplyTarget, text: str, *, blocks: list[dict[str, Any]] | None = None
     ) -> str:
+        await self._pacing.post(target.chat_id)
         resp = await self._api(
             self._client.chat_postMessage(
                 channel=target.chat_id,
@@ -361,6 +371,7 @@ class SlackAdapter:
         return str(resp.get("ts") or "")
 
     async def _ephemeral(self, msg: InboundMessage, text: str) -> None:
+        await self._pacing.post(msg.chat_id)
         await self._api(
             self._client.chat_postEphemeral(
                 channel=msg.chat_id, user=msg.sender_id, text=text, thread_ts=msg.thread_anchor

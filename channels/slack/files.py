@@ -16,6 +16,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from channels.adapter import SentRef
 from channels.files import check_size, download
 from channels.message import Attachment, Platform, ReplyTarget
+from channels.slack.pacing import SlackPacing
 from switchboard.errors import FileTooLarge, PlatformError
 
 __all__ = ["MAX_UPLOAD_BYTES", "SlackFiles"]
@@ -27,11 +28,13 @@ ApiCall = Callable[[Awaitable[AsyncSlackResponse]], Awaitable[AsyncSlackResponse
 
 
 class SlackFiles:
-    """File transfer for one bot token; `call` is the adapter's error-translating Web API call."""
+    """File transfer for one bot token; `call` is the adapter's error-translating Web API call,
+    `pacing` its send budget (a shared file is a message in the channel)."""
 
-    def __init__(self, *, client: AsyncWebClient, call: ApiCall) -> None:
+    def __init__(self, *, client: AsyncWebClient, call: ApiCall, pacing: SlackPacing) -> None:
         self._client = client
         self._call = call
+        self._pacing = pacing
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
         if not attachment.url.startswith(("https://", "http://")):
@@ -52,6 +55,7 @@ class SlackFiles:
                 size=len(data),
                 limit=MAX_UPLOAD_BYTES,
             )
+        await self._pacing.post(target.chat_id)
         await self._call(
             self._client.files_upload_v2(
                 channel=target.chat_id,

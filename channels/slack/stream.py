@@ -13,6 +13,10 @@ or a workspace or app without the feature (`not_allowed`, `feature_not_enabled`,
 method, ...), falls back to `chat.postMessage` + `chat.update` at a pace Slack's Tier 3 limit on
 `chat.update` (about 50 a minute) allows. A refusal is remembered per channel, so later replies
 there go straight to edits.
+
+Every call that shows something waits on the adapter's send budget first (`SlackPacing`): the
+stream's updates, its final messages and any other reply or notice in the channel share it, so a
+busy channel slows the stream instead of meeting 429s.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.message import ReplyTarget
+from channels.slack.pacing import SlackPacing
 from channels.streaming import EditStream, MessageOps, Partial, Throttle, escape_markdown
 from switchboard.errors import PlatformError, PlatformRateLimited
 
@@ -70,6 +75,7 @@ class SlackStream:
         client: AsyncWebClient,
         api: Api,
         post: Post,
+        pacing: SlackPacing,
         target: ReplyTarget,
         caps: Capabilities,
         refusals: Refusals,
@@ -78,6 +84,7 @@ class SlackStream:
         self._client = client
         self._api = api
         self._post = post
+        self._pacing = pacing
         self._target = target
         self._caps = caps
         self._refusals = refusals
@@ -122,6 +129,7 @@ class SlackStream:
             await self._delete(ts)
             return SentRef(self._target.chat_id, ())
         try:
+            await self._pacing.update(self._target.chat_id, self._target.workspace_id)
             await self._api(
                 self._client.chat_update(
                     channel=self._target.chat_id, ts=ts, text=chunks[0].text, blocks=[]
@@ -168,6 +176,7 @@ class SlackStream:
         delta = text[len(self._appended) : _MAX_STREAMED]
         if not delta:
             return
+        await self._pacing.post(self._target.chat_id)
         await self._api(
             self._client.chat_appendStream(
                 channel=self._target.chat_id, ts=self._ts, markdown_text=delta
@@ -182,6 +191,7 @@ class SlackStream:
             extra["recipient_user_id"] = self._recipient_id
             if self._target.workspace_id:
                 extra["recipient_team_id"] = self._target.workspace_id
+        await self._pacing.post(self._target.chat_id)
         try:
             resp = await self._api(
                 self._client.chat_startStream(
@@ -205,6 +215,7 @@ class SlackStream:
         self._appended = first
 
     async def _stop(self, ts: str, *, tail: str | None = None) -> None:
+        await self._pacing.post(self._target.chat_id)
         try:
             await self._api(
                 self._client.chat_stopStream(
@@ -227,6 +238,7 @@ class SlackStream:
             return await self._post(target, chunk.text)
 
         async def edit(message_id: str, chunk: Chunk) -> None:
+            await self._pacing.update(target.chat_id, target.workspace_id)
             await self._api(
                 self._client.chat_update(
                     channel=target.chat_id, ts=message_id, text=chunk.text, blocks=[]

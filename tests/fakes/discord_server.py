@@ -2,7 +2,8 @@
 
 The real discord.py client talks to it unchanged (pointed here through `DISCORD_API_BASE` /
 `DISCORD_GATEWAY_URL`). REST calls are recorded with their JSON bodies and arrival times (messages
-can be created, edited and deleted; content over 2000 characters is refused); the gateway speaks HELLO,
+can be created, edited and deleted; content over 2000 characters is refused; `fail_next` answers
+the next matching calls with a 429 as Discord words it); the gateway speaks HELLO,
 IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, RESUME → (replayed events) RESUMED, and compresses
 frames the way the client asked (`zstd-stream`, `zlib-stream`, or none). Tests drive it:
 `user_message(...)` / `press(...)` dispatch MESSAGE_CREATE / INTERACTION_CREATE, `reconnect()`
@@ -46,6 +47,7 @@ class Call:
     json: Any
     query: dict[str, str]
     at: float = field(default_factory=time.monotonic, compare=False)  # when it was received
+    limited: bool = False  # answered 429 (`fail_next`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,7 @@ class FakeDiscord:
         self.cdn: dict[str, bytes] = {}  # attachment id -> bytes, served at /attachments/...
         self.downloads: list[str] = []  # attachment ids fetched from the CDN
         self.uploads: list[dict[str, Any]] = []  # files the bot sent: channel, filename, data
+        self._failures: list[tuple[str, str, float]] = []  # (method, path regex, retry_after)
 
     def _id(self) -> int:
         return next(self._ids)
@@ -203,6 +206,12 @@ class FakeDiscord:
         """Recorded calls whose path fully matches the regex `pattern`."""
         rx = re.compile(pattern)
         return [c for c in self.calls if c.method == method and rx.fullmatch(c.path)]
+
+    def fail_next(
+        self, method: str, pattern: str, *, times: int = 1, retry_after: float = 0.2
+    ) -> None:
+        """The next `times` calls of `method` on a path matching `pattern` get a 429."""
+        self._failures.extend([(method, pattern, retry_after)] * times)
 
     def bot_messages(self, channel_id: str) -> list[dict[str, Any]]:
         """What the bot posted in a channel (not ephemeral follow-ups), oldest first."""
@@ -406,6 +415,17 @@ class FakeDiscord:
         elif request.can_read_body:
             raw = await request.read()
             body = json.loads(raw) if raw and request.content_type == "application/json" else raw
+        for failure in self._failures:
+            method, pattern, retry_after = failure
+            if method == request.method and re.fullmatch(pattern, path):
+                self._failures.remove(failure)
+                self.calls.append(
+                    Call(request.method, path, body, dict(request.query), limited=True)
+                )
+                limited = {"message": "You are being rate limited.", "retry_after": retry_after}
+                response = _json({**limited, "global": False}, status=429)
+                response.headers["Via"] = "1.1 google"  # discord.py reads a 429 without it as a ban
+                return response
         self.calls.append(Call(request.method, path, body, dict(request.query)))
         authorised = request.headers.get("Authorization") == f"Bot {self.token}"
         if not authorised and not path.startswith(("/interactions/", "/webhooks/")):

@@ -101,7 +101,8 @@ async def test_without_the_recipient_a_channel_falls_back_to_post_and_update(
     fake: FakeSlack, adapter: SlackAdapter
 ) -> None:
     stream = adapter.open_stream(channel_target())
-    await write(stream, REPLY, pieces=8, pause=0.3)
+    # the refused start spent the channel's second, so the first post waits for the next one
+    await write(stream, REPLY, pieces=12, pause=0.3)
     final = render_chunks(REPLY, LIMITS)
     await stream.finish(final)
     [refused] = fake.calls_to("chat.startStream")
@@ -127,7 +128,7 @@ async def test_a_workspace_without_streaming_falls_back_and_still_streams(
     stream = adapter.open_stream(channel_target("D1"))
     await stream.status("Using current_time…")
     await asyncio.sleep(0.1)
-    await write(stream, REPLY, pieces=6, pause=0.4)
+    await write(stream, REPLY, pieces=8, pause=0.4)
     final = render_chunks(REPLY, LIMITS)
     await stream.finish(final)
     assert [c.response["error"] for c in fake.calls_to("chat.startStream", ok_only=False)] == [

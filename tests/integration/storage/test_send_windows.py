@@ -1,0 +1,38 @@
+"""Send windows in real Redis: two processes' `SendWindows` on one owner count together."""
+
+from __future__ import annotations
+
+import pytest
+import redis.asyncio as aioredis
+
+from storage import Keys, SendWindow, SendWindows
+
+CHANNEL = SendWindow("c:C1", limit=2, seconds=10.0)
+
+
+async def test_two_processes_of_one_owner_share_a_window(redis: aioredis.Redis, keys: Keys) -> None:
+    first = SendWindows(redis, keys=keys, owner="slack:abc")
+    second = SendWindows(redis, keys=keys, owner="slack:abc")
+    assert await first.reserve([CHANNEL]) == 0.0
+    assert await second.reserve([CHANNEL]) == 0.0
+    assert await first.reserve([CHANNEL]) == pytest.approx(10.0, abs=0.2)
+
+
+async def test_owners_and_scopes_are_counted_apart(redis: aioredis.Redis, keys: Keys) -> None:
+    slack = SendWindows(redis, keys=keys, owner="slack:abc")
+    discord = SendWindows(redis, keys=keys, owner="discord:abc")
+    one = SendWindow("c:C1", limit=1, seconds=10.0)
+    assert await slack.reserve([one]) == 0.0
+    assert await discord.reserve([one]) == 0.0
+    assert await slack.reserve([SendWindow("c:C2", limit=1, seconds=10.0)]) == 0.0
+
+
+async def test_a_send_waits_for_the_tightest_window_and_keys_expire(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    windows = SendWindows(redis, keys=keys, owner="discord:abc")
+    bot = SendWindow("all", limit=1, seconds=3.0)
+    assert await windows.reserve([bot, SendWindow("c:1", 5, 5.0)]) == 0.0
+    assert await windows.reserve([bot, SendWindow("c:2", 5, 5.0)]) == pytest.approx(3.0, abs=0.2)
+    ttl_ms = await redis.pttl(keys.pace("discord:abc", "c:2"))
+    assert 0 < ttl_ms <= 8_000  # the booked slot (+3 s) plus its window
