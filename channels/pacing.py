@@ -40,8 +40,16 @@ class SharedPacer:
             _log.warning("pacing.shared_unavailable", error=str(exc))
             await self._fallback.wait(quotas)
             return
-        if delay > 0:
+        if delay:
             await asyncio.sleep(delay)
+
+    async def try_now(self, quotas: Sequence[Quota]) -> bool:
+        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
+        try:
+            return await self._windows.reserve(booked, most_s=0.0) is not None
+        except StorageError as exc:
+            _log.warning("pacing.shared_unavailable", error=str(exc))
+            return await self._fallback.try_now(quotas)
 
 
 class SharedTelegramPacer:
@@ -58,5 +66,11 @@ class SharedTelegramPacer:
         self._group = Rate(GROUP.limit, GROUP.seconds)
 
     async def wait(self, chat_id: str) -> None:
+        await self._shared.wait(self._quotas(chat_id))
+
+    async def try_now(self, chat_id: str) -> bool:
+        return await self._shared.try_now(self._quotas(chat_id))
+
+    def _quotas(self, chat_id: str) -> list[Quota]:
         rate = self._group if chat_id.startswith("-") else self._private
-        await self._shared.wait([self._bot, Quota(f"c:{chat_id}", rate)])
+        return [self._bot, Quota(f"c:{chat_id}", rate)]

@@ -27,10 +27,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["MAX_SCOPES", "LocalPacer", "Pacer", "Quota", "Rate"]
+__all__ = ["MAX_SCOPES", "BudgetBusy", "LocalPacer", "Pacer", "Quota", "Rate"]
 
 MAX_SCOPES = 10_000  # scopes whose windows one process keeps (least recently used dropped past it)
 _SWEEP_EVERY = 256  # bookings between sweeps of idle scopes
+
+
+class BudgetBusy(Exception):
+    """A cosmetic update (a streamed draft) found its budget taken and was not sent: it yields
+    to the replies and notices waiting for that budget, and is tried again later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,11 @@ class Pacer(Protocol):
 
     async def wait(self, quotas: Sequence[Quota]) -> None: ...
 
+    async def try_now(self, quotas: Sequence[Quota]) -> bool:
+        """Book a send only if it may go at once; False (nothing booked) otherwise. For
+        cosmetic updates (a streamed draft), which should yield the budget to real messages."""
+        ...
+
 
 class LocalPacer:
     """Sliding windows of booked send times, counted by this process alone."""
@@ -76,8 +86,9 @@ class LocalPacer:
         """Scopes whose windows are held (at most `max_scopes`)."""
         return len(self._slots)
 
-    def reserve(self, quotas: Sequence[Quota]) -> float:
-        """Book one send in every quota's window; seconds to wait before sending."""
+    def reserve(self, quotas: Sequence[Quota], *, most: float | None = None) -> float | None:
+        """Book one send in every quota's window; seconds to wait before sending. With `most`,
+        a send that would wait longer books nothing and gets None."""
         now = self._clock()
         at = now
         windows: list[tuple[list[float], Rate]] = []
@@ -87,6 +98,8 @@ class LocalPacer:
             if len(slots) >= limit:
                 at = max(at, slots[-limit] + quota.rate.seconds)
             windows.append((slots, quota.rate))
+        if most is not None and at - now > most:
+            return None
         for slots, _ in windows:
             bisect.insort(slots, at)
         self._bookings += 1
@@ -96,9 +109,12 @@ class LocalPacer:
 
     async def wait(self, quotas: Sequence[Quota]) -> None:
         """Sleep until every quota allows one more send."""
-        delay = self.reserve(quotas)
+        delay = self.reserve(quotas) or 0.0
         if delay > 0:
             await self._sleep(delay)
+
+    async def try_now(self, quotas: Sequence[Quota]) -> bool:
+        return self.reserve(quotas, most=0.0) is not None
 
     def _window(self, quota: Quota, now: float) -> list[float]:
         """The scope's live slots (expired ones dropped), marked most recently used."""

@@ -35,6 +35,7 @@ import structlog
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.render import render_chunks
 from channels.render.chunking import measure_fn
+from channels.send_budget import BudgetBusy
 from switchboard.errors import PlatformError, PlatformRateLimited
 
 __all__ = [
@@ -94,7 +95,8 @@ def partial_chunks(partial: Partial, caps: Capabilities) -> list[Chunk]:
 
 class Throttle(Generic[T]):
     """Shows the latest offered value: the first at once, then at most one per `interval`
-    (measured from the end of the previous show, so a slow call never bunches two)."""
+    (measured from the end of the previous show, so a slow call never bunches two). A show
+    that raises `BudgetBusy` (its send budget had no room) is tried again an interval later."""
 
     def __init__(
         self,
@@ -162,6 +164,10 @@ class Throttle(Generic[T]):
                 await self._show(value)  # type: ignore[arg-type]
                 self.shown += 1
                 self._next_at = self._clock() + self._interval
+            except BudgetBusy:
+                self._next_at = self._clock() + self._interval
+                if not self._has_pending:
+                    self._pending, self._has_pending = value, True
             except PlatformRateLimited as exc:
                 self.failed += 1
                 wait = max(exc.retry_after or self._interval, self._interval)

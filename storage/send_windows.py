@@ -38,12 +38,15 @@ from switchboard.errors import StorageError
 
 __all__ = ["SendWindow", "SendWindows"]
 
-# KEYS: one zset per window. ARGV: now_ms, reservation id, then (limit, window_ms) per key.
+# KEYS: one zset per window. ARGV: now_ms, reservation id, most ms the caller would wait (-1: any),
+# then (limit, window_ms) per key. Returns the wait in ms, or -1 when it would exceed the most
+# (then nothing is booked).
 _RESERVE = """
 local now = tonumber(ARGV[1])
+local most = tonumber(ARGV[3])
 local at = now
 for i, key in ipairs(KEYS) do
-  local limit, span = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local limit, span = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - span)
   local mine = redis.call('ZSCORE', key, ARGV[2])
   if mine then return tonumber(mine) - now end
@@ -52,9 +55,10 @@ for i, key in ipairs(KEYS) do
     at = math.max(at, tonumber(edge[2]) + span)
   end
 end
+if most >= 0 and at - now > most then return -1 end
 for i, key in ipairs(KEYS) do
   redis.call('ZADD', key, at, ARGV[2])
-  redis.call('PEXPIRE', key, at - now + tonumber(ARGV[2 + 2 * i]))
+  redis.call('PEXPIRE', key, at - now + tonumber(ARGV[3 + 2 * i]))
 end
 return at - now
 """
@@ -74,9 +78,13 @@ class SendWindows:
         self._owner = owner
         self._reserve = client.register_script(_RESERVE)
 
-    async def reserve(self, windows: Sequence[SendWindow]) -> float:
-        """Book one send in every window; seconds to wait before sending."""
-        args: list[object] = [int(time.time() * 1000), secrets.token_hex(8)]
+    async def reserve(
+        self, windows: Sequence[SendWindow], *, most_s: float | None = None
+    ) -> float | None:
+        """Book one send in every window; seconds to wait before sending. With `most_s`, a
+        send that would wait longer books nothing and gets None (a cosmetic update skipped)."""
+        most_ms = -1 if most_s is None else int(most_s * 1000)
+        args: list[object] = [int(time.time() * 1000), secrets.token_hex(8), most_ms]
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]
@@ -84,4 +92,6 @@ class SendWindows:
             delay_ms = await self._reserve(keys=keys, args=args)
         except RedisError as exc:
             raise StorageError(f"send budget failed: {exc.__class__.__name__}") from None
+        if delay_ms == -1 and most_s is not None:
+            return None
         return max(0.0, float(delay_ms) / 1000)

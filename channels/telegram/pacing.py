@@ -47,6 +47,10 @@ class Pacer(Protocol):
 
     async def wait(self, chat_id: str) -> None: ...
 
+    async def try_now(self, chat_id: str) -> bool:
+        """Book a send only if it may go at once (a draft yields to real messages)."""
+        ...
+
 
 class ChatPacer:
     def __init__(
@@ -70,8 +74,9 @@ class ChatPacer:
         """Chats whose send windows are held (at most `max_chats`)."""
         return len(self._slots)
 
-    def reserve(self, chat_id: str) -> float:
-        """Book the chat's next send slot; returns how long to wait before sending."""
+    def reserve(self, chat_id: str, *, only_now: bool = False) -> float | None:
+        """Book the chat's next send slot; returns how long to wait before sending. With
+        `only_now`, a slot that is not free at once is not booked (None)."""
         window = self._window(chat_id)
         now = self._clock()
         slots = self._slots.get(chat_id)
@@ -84,6 +89,8 @@ class ChatPacer:
         while slots and slots[0] <= now - window.seconds:
             slots.popleft()
         at = now if len(slots) < window.limit else max(now, slots[-window.limit] + window.seconds)
+        if at > now and only_now:
+            return None
         slots.append(at)
         self._reservations += 1
         if self._reservations % _SWEEP_EVERY == 0:
@@ -92,9 +99,12 @@ class ChatPacer:
 
     async def wait(self, chat_id: str) -> None:
         """Sleep until this chat may receive one more message (or edit)."""
-        delay = self.reserve(chat_id)
+        delay = self.reserve(chat_id) or 0.0
         if delay > 0:
             await self._sleep(delay)
+
+    async def try_now(self, chat_id: str) -> bool:
+        return self.reserve(chat_id, only_now=True) is not None
 
     def _window(self, chat_id: str) -> Window:
         # Telegram user (private chat) ids are positive; group and channel ids are negative.

@@ -6,8 +6,10 @@ the non-streaming path sends it (the draft disappears when the bot sends). Draft
 private chats, so groups and forum topics get an edited message instead (`EditStream`).
 
 Every draft, send, edit and delete goes through `BotCalls`, so they share the chat's pacing
-budget (in production the fleet-wide Redis windows: 1/s in a private chat, 20/min in a group),
-429s are waited out, and HTML Telegram cannot parse falls back to plain text for that call.
+budget (in production the fleet-wide Redis windows: 1/s in a private chat, 20/min in a group,
+30/s for the bot), 429s are waited out, and HTML Telegram cannot parse falls back to plain text
+for that call. A draft never waits for that budget: it goes only when there is room at once and
+is otherwise tried again a second later, so under load drafts yield to the replies themselves.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ class DraftStream:
             return
         fields = {**_thread_fields(self._target), "draft_id": self._draft_id}
         with self._api.translated("sendMessageDraft"):
-            await self._api.html(SendMessageDraft, fields, chunks[-1], pace=self._target.chat_id)
+            await self._api.html(
+                SendMessageDraft, fields, chunks[-1], pace=self._target.chat_id, optional=True
+            )
 
 
 def edit_stream(

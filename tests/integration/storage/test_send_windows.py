@@ -36,3 +36,14 @@ async def test_a_send_waits_for_the_tightest_window_and_keys_expire(
     assert await windows.reserve([bot, SendWindow("c:2", 5, 5.0)]) == pytest.approx(3.0, abs=0.2)
     ttl_ms = await redis.pttl(keys.pace("discord:abc", "c:2"))
     assert 0 < ttl_ms <= 8_000  # the booked slot (+3 s) plus its window
+
+
+async def test_a_send_that_may_not_wait_books_nothing_when_the_window_is_full(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    windows = SendWindows(redis, keys=keys, owner="tg:1")
+    chat = SendWindow("c:7", limit=1, seconds=10.0)
+    assert await windows.reserve([chat], most_s=0.0) == 0.0
+    assert await windows.reserve([chat], most_s=0.0) is None
+    assert await redis.zcard(keys.pace("tg:1", "c:7")) == 1  # the refused one left no slot
+    assert await windows.reserve([chat]) == pytest.approx(10.0, abs=0.2)

@@ -41,6 +41,17 @@ def test_a_scope_gets_its_limit_per_window_then_waits() -> None:
     assert [pacer.reserve(channel) for _ in range(7)] == [0.0] * 5 + [5.0, 5.0]
 
 
+async def test_try_now_books_only_a_send_that_may_go_at_once() -> None:
+    clock = Clock()
+    pacer = LocalPacer(clock=clock)
+    channel = [Quota("c:1", ONE_A_SECOND)]
+    assert await pacer.try_now(channel) is True
+    assert await pacer.try_now(channel) is False  # the window is full: nothing booked
+    assert pacer.reserve(channel) == 1.0  # so a real send still gets the next slot
+    clock.now += 2.0
+    assert await pacer.try_now(channel) is True
+
+
 def test_scopes_have_separate_windows() -> None:
     pacer = LocalPacer(clock=Clock())
     assert pacer.reserve([Quota("c:1", ONE_A_SECOND)]) == 0.0

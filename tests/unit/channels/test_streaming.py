@@ -11,6 +11,7 @@ import pytest
 
 from channels.adapter import Capabilities, Chunk, Markup
 from channels.render import render_chunks
+from channels.send_budget import BudgetBusy
 from channels.streaming import (
     EditStream,
     MessageOps,
@@ -95,6 +96,18 @@ async def test_a_rate_limit_delays_the_latest_value_instead_of_losing_it() -> No
     assert [v for _, _, v in show.shows] == ["a"]
     assert show.shows[0][0] - started >= 0.2 - 0.005
     assert throttle.failed == 1 and throttle.shown == 1
+
+
+async def test_a_show_whose_budget_is_busy_is_tried_again_an_interval_later() -> None:
+    show = Recorder()
+    show.fail_with.append(BudgetBusy("sendMessageDraft"))
+    throttle: Throttle[str] = Throttle(show, interval=INTERVAL)
+    started = time.monotonic()
+    throttle.offer("a")
+    await throttle.flush()
+    assert [v for _, _, v in show.shows] == ["a"]
+    assert show.shows[0][0] - started >= INTERVAL - 0.005
+    assert throttle.failed == 0 and throttle.shown == 1  # yielding is not a failure
 
 
 async def test_a_failed_show_is_logged_and_later_values_still_show() -> None:

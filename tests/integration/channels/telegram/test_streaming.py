@@ -104,6 +104,25 @@ async def test_private_chat_streams_drafts_then_sends_the_reply_like_send(
     assert fake.bot_texts(chat)[-2] == fake.bot_texts(chat)[-1]
 
 
+async def test_a_draft_yields_the_chats_budget_so_it_never_delays_the_reply(
+    fake: FakeTelegram, adapter: TelegramAdapter
+) -> None:
+    """A draft that would have to wait for the chat's slot is skipped, not queued: a queued
+    draft would hold the slot the reply needs and push the reply a second later."""
+    target = dm_target(fake)
+    await adapter.send(target, render_chunks("an earlier reply", LIMITS))  # takes this second
+    stream = adapter.open_stream(target)
+    await stream.update("The answer is being writ")
+    await asyncio.sleep(0.05)
+    final = render_chunks("The answer is being written now.", LIMITS)
+    await stream.finish(final)
+
+    assert fake.calls_to("sendMessageDraft") == []  # there was no room for it: skipped
+    first, reply = times(fake, "sendMessage")
+    assert 0.9 <= reply - first < 1.5  # the reply took the next free slot, not the one after
+    assert fake.bot_texts(ANN["id"])[-1] == "The answer is being written now."
+
+
 async def test_group_streams_edits_paced_and_the_last_edit_is_the_final_text(
     fake: FakeTelegram, adapter: TelegramAdapter
 ) -> None:

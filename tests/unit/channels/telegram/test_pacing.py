@@ -64,3 +64,12 @@ def test_idle_chats_are_forgotten() -> None:
     for _ in range(256):
         pacer.reserve("1")
     assert set(pacer._slots) == {"1"}
+
+
+async def test_try_now_takes_a_free_slot_and_leaves_a_taken_one_alone() -> None:
+    clock = Clock()
+    pacer = ChatPacer(clock=clock)
+    assert await pacer.try_now("7") is True
+    assert await pacer.try_now("7") is False
+    assert pacer.reserve("7") == 1.0  # the refused try booked nothing
+    assert await pacer.try_now("8") is True
