@@ -38,7 +38,7 @@ from channels import (
     ReportsHealth,
 )
 from channels.adapter import ExclusiveReceiver
-from channels.ownership import ConnectionOwner
+from channels.ownership import ConnectionOwner, FairShare, ShardedReceiver, exclusive_parts
 from channels.usage import Budget, UsageDesk
 from service.heap import freeze_startup_heap
 from service.settings import Settings
@@ -247,6 +247,7 @@ def build_adapters(
                 deliver=manager.deliver,
                 api_base=settings.discord_api_base,
                 gateway_url=settings.discord_gateway_url,
+                shards=settings.discord_shards,
                 pacer=_shared_pacer(
                     settings, client, SharedPacer, f"discord:{_digest(discord_token)}"
                 ),
@@ -324,14 +325,11 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         receive = settings.role != "worker"
         leases = Leases(client, keys=core.keys, ttl_s=settings.lock_ttl_s)
         for adapter in core.adapters:
-            exclusive = isinstance(adapter, ExclusiveReceiver) and adapter.connection_name
-            await adapter.start(receive=receive and not exclusive)
+            parts = exclusive_parts(adapter)
+            await adapter.start(receive=receive and not parts)
             stack.push_async_callback(adapter.stop)
-            if receive and exclusive:
-                owner = ConnectionOwner(adapter, leases)  # type: ignore[arg-type]
-                await owner.start()
-                stack.push_async_callback(owner.stop)
-                core.owners.append(owner)
+            if receive and parts:
+                await _own(stack, core, adapter, parts, leases)
             started.append(adapter)
             _log.info("channel.started", platform=str(adapter.platform), receive=receive)
 
@@ -353,6 +351,30 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             role=settings.role,
         )
         yield core
+
+
+async def _own(
+    stack: contextlib.AsyncExitStack,
+    core: Core,
+    adapter: Adapter,
+    parts: list[ExclusiveReceiver],
+    leases: Leases,
+) -> None:
+    """One lease owner per exclusive connection; the shards of one adapter share them out
+    fairly across the fleet (`FairShare`)."""
+    share = None
+    if len(parts) > 1:
+        group = (
+            adapter.connection_name if isinstance(adapter, ShardedReceiver) else adapter.platform
+        )
+        share = FairShare(leases, str(group), len(parts))
+        await share.start()
+        stack.push_async_callback(share.stop)
+    for part in parts:
+        owner = ConnectionOwner(part, leases, share=share)
+        await owner.start()
+        stack.push_async_callback(owner.stop)
+        core.owners.append(owner)
 
 
 async def _start_http(

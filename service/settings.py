@@ -130,6 +130,9 @@ class Settings(BaseSettings):
         "https://discord.com/api/v10", validation_alias=_env("DISCORD_API_BASE")
     )
     discord_gateway_url: str | None = Field(None, validation_alias=_env("DISCORD_GATEWAY_URL"))
+    discord_shards: int = Field(
+        1, ge=1, le=4096, validation_alias=_env("SWITCHBOARD_DISCORD_SHARDS")
+    )  # gateway shards, split across the receiving processes through one lease each
 
     budget_daily_usd: float = Field(
         0.0, ge=0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_DAILY_USD")

@@ -24,6 +24,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
 | `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
 | `sb:lease:<name>`                            | string | 30 s, renewed by the owner | leases.py        |
+| `sb:lease-members:<group>`                   | zset   | 30 s, refreshed by beats   | leases.py        |
 | `sb:pace:{<bot>}:<scope>`                    | zset   | the window, slid           | send_windows.py  |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
@@ -90,6 +91,10 @@ class Keys:
 
     def lease(self, name: str) -> str:
         return f"{self.prefix}lease:{name}"
+
+    def lease_members(self, group: str) -> str:
+        """Processes competing for a group of leases (a bot's shards), scored by last beat."""
+        return f"{self.prefix}lease-members:{group}"
 
     def inbox(self) -> str:
         return f"{self.prefix}inbox"

@@ -5,6 +5,11 @@ long polling answers a second poller with 409 Conflict; a Discord gateway sessio
 renews it well before it runs out. Acquire, renew and release are token-checked scripts and
 idempotent for the same token, so a resend after a lost reply changes nothing. An owner that dies
 stops renewing and a standby takes over once the TTL has passed.
+
+A group of leases (one per Discord shard) is shared out fairly among the processes that compete
+for it: each beats into `sb:lease-members:<group>`, a zset of process tokens scored by the last
+beat (Redis's clock, so hosts need not agree on the time); a member silent for a TTL is dropped,
+so a dead process stops counting about when its leases expire.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
+_BEAT = """
+local now = redis.call('TIME')
+local now_ms = now[1] * 1000 + math.floor(now[2] / 1000)
+redis.call('ZADD', KEYS[1], now_ms, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms - ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+"""
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
@@ -45,6 +58,7 @@ class Leases:
         self._acquire = client.register_script(_ACQUIRE)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
+        self._beat = client.register_script(_BEAT)
 
     async def acquire(self, name: str, token: str) -> bool:
         """Take the lease if it is free (or already ours); True when we hold it now."""
@@ -56,6 +70,21 @@ class Leases:
 
     async def release(self, name: str, token: str) -> None:
         await self._run("release", self._release, name, [token])
+
+    async def beat(self, group: str, member: str) -> int:
+        """Say `member` still competes for `group`'s leases; returns how many members do."""
+        key = self._keys.lease_members(group)
+        try:
+            return int(await self._beat(keys=[key], args=[member, lock_ms(self.ttl_s)]))
+        except RedisError as exc:
+            raise StorageError(f"lease beat failed: {exc.__class__.__name__}") from None
+
+    async def leave(self, group: str, member: str) -> None:
+        """Stop counting `member` at once (a clean shutdown), so the others' shares grow now."""
+        try:
+            await self._r.zrem(self._keys.lease_members(group), member)
+        except RedisError as exc:
+            raise StorageError(f"lease leave failed: {exc.__class__.__name__}") from None
 
     async def holder(self, name: str) -> str | None:
         try:

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import discord
@@ -36,6 +37,7 @@ from channels.adapter import (
     Capabilities,
     Chunk,
     Deliver,
+    ExclusiveReceiver,
     Markup,
     QuestionPrompt,
     ReplyStream,
@@ -72,6 +74,7 @@ __all__ = [
     "LIMITS",
     "BotIdentity",
     "DiscordAdapter",
+    "DiscordShard",
     "is_for_bot",
     "press_to_inbound",
     "to_inbound",
@@ -111,12 +114,58 @@ def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
         store.popitem(last=False)
 
 
+@dataclass(eq=False)
+class _Gateway:
+    """One gateway session: its client (the adapter's own, or one shard's), READY, its task."""
+
+    client: SwitchboardClient
+    ready: asyncio.Event
+    shard: int | None = None
+    task: asyncio.Task[None] | None = None
+    opened: bool = False  # READY once: only then does `/readyz` count it
+
+    @property
+    def up(self) -> bool:
+        ws = self.client.ws
+        return (
+            self.task is not None
+            and not self.task.done()
+            and self.client.is_ready()
+            and ws is not None
+            and ws.open
+        )
+
+
+class DiscordShard:
+    """One shard's gateway session as an `ExclusiveReceiver`: opened while this process holds
+    the shard's lease; sends always go through the adapter's own client."""
+
+    def __init__(self, adapter: DiscordAdapter, shard_id: int, shard_count: int) -> None:
+        self._adapter = adapter
+        self.shard_id = shard_id
+        self.shard_count = shard_count
+
+    @property
+    def connection_name(self) -> str:
+        return f"{self._adapter.connection_name}:shard:{self.shard_id}/{self.shard_count}"
+
+    async def start_receiving(self) -> None:
+        await self._adapter.open_shard(self.shard_id)
+
+    async def stop_receiving(self) -> None:
+        await self._adapter.close_shard(self.shard_id)
+
+
 class DiscordAdapter:
     """Satisfies `channels.base.Adapter` for Discord.
 
     `guild_ready_timeout` is how long discord.py waits for the GUILD_CREATE stream to end before
     READY (its default, 2 s; tests shorten it); `start()` waits for READY at most `start_timeout`.
     Sends wait on `pacer` (default: this process's windows) for the budgets `send_limits` sets.
+    With `shards` > 1 the adapter's own client only sends, and each shard this process receives
+    (`shards`, one lease each in the service) runs its own `discord.Client(shard_id, shard_count)`:
+    a session per shard starts and stops on its own as its lease comes and goes, which
+    `AutoShardedClient` (shards fixed at connect) does not offer.
     """
 
     platform = Platform.DISCORD
@@ -133,58 +182,78 @@ class DiscordAdapter:
         start_timeout: float = 60.0,
         pacer: Pacer | None = None,
         send_limits: DiscordLimits = SEND_LIMITS,
+        shards: int = 1,
     ) -> None:
+        if shards < 1:
+            raise ValueError("shards must be at least 1")
         self._token = token
         self._pacing = DiscordPacing(pacer or LocalPacer(), send_limits)
         self._deliver = deliver
+        self._api_base = api_base
+        self._gateway_url = gateway_url
+        self._guild_ready_timeout = guild_ready_timeout
         self._start_timeout = start_timeout
+        self._shard_count = shards
         self._ready = asyncio.Event()
         self._logged_in = False  # HTTP only: a worker's (or a standby's) adapter
         self._webhooks = RoutedWebhooks(api_base)
-        self._client = SwitchboardClient(
-            http=RoutedHTTP(api_base=api_base, gateway_url=gateway_url),
-            intents=INTENTS,
-            guild_ready_timeout=guild_ready_timeout,
-            on_ready=self._ready.set,
+        self._client = self._new_client(self._ready, None)
+        self._main = _Gateway(client=self._client, ready=self._ready)
+        self._sessions: dict[int, _Gateway] = {}  # shard id -> its session, while owned
+        self._shards: tuple[ExclusiveReceiver, ...] = (
+            (self,) if shards == 1 else tuple(DiscordShard(self, i, shards) for i in range(shards))
         )
-        self._client.state.on_message_payload = self._on_message_payload
-        self._client.state.on_press = self._on_press
-        self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped = False
         self._threads: OrderedDict[str, bool] = OrderedDict()  # threads we created
         self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
         self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
 
+    def _new_client(self, ready: asyncio.Event, shard: tuple[int, int] | None) -> SwitchboardClient:
+        client = SwitchboardClient(
+            http=RoutedHTTP(api_base=self._api_base, gateway_url=self._gateway_url),
+            intents=INTENTS,
+            guild_ready_timeout=self._guild_ready_timeout,
+            on_ready=ready.set,
+            shard=shard,
+        )
+        client.state.on_message_payload = self._on_message_payload
+        client.state.on_press = self._on_press
+        return client
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     @property
     def connection_name(self) -> str:
-        """One gateway session per bot in the fleet (the token's digest names it, never the
-        token). Splitting shards across processes is not done yet: one owner runs them all."""
+        """The bot's gateway lease (the token's digest names it, never the token); with several
+        shards each shard's lease adds `:shard:<id>/<count>` and this names their group."""
         return f"discord:gateway:{hashlib.sha256(self._token.encode()).hexdigest()[:16]}"
 
+    @property
+    def shards(self) -> tuple[ExclusiveReceiver, ...]:
+        """The parts needing an owner each: this adapter itself with one shard, else one
+        `DiscordShard` per shard id."""
+        return self._shards
+
     async def start(self, *, receive: bool = True) -> None:
-        if receive:
+        if receive and self._shard_count == 1:
             await self.start_receiving()
             return
         async with translated("login"):  # sending needs only the HTTP client
             await self._client.login(self._token)
         self._logged_in = True
-        _log.info("discord.started", receive=False)
+        _log.info("discord.started", receive=receive, shards=self._shard_count)
+        if receive:
+            await self.start_receiving()
 
     async def stop_receiving(self) -> None:
         """Close the gateway, keep sending (a fresh HTTP login after discord.py's close)."""
-        gateway, self._gateway = self._gateway, None
-        if gateway is None:
+        if self._shard_count > 1:
+            await asyncio.gather(*(self.close_shard(i) for i in list(self._sessions)))
             return
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10.0):
-                await self._client.close()
-        if not gateway.done():
-            gateway.cancel()
-            await asyncio.wait({gateway}, timeout=10.0)
-        self._ready.clear()
+        if self._main.task is None:
+            return
+        await self._close(self._main)
         self._client.clear()
         async with translated("login"):
             await self._client.login(self._token)
@@ -192,43 +261,92 @@ class DiscordAdapter:
         _log.info("discord.gateway_closed")
 
     async def start_receiving(self) -> None:
-        if self._gateway is not None:
+        if self._shard_count > 1:
+            for shard in self._shards:
+                await shard.start_receiving()
             return
+        if self._main.task is not None:
+            return
+        logged_in, self._logged_in = self._logged_in, False
+        try:
+            await self._open(self._main, logged_in=logged_in)
+        except PlatformError:
+            await self.stop()
+            raise
 
-        self._gateway = asyncio.create_task(self._run_gateway(), name="discord.gateway")
-        self._gateway.add_done_callback(self._gateway_ended)
-        ready = asyncio.create_task(self._ready.wait())
+    async def open_shard(self, shard_id: int) -> None:
+        """Run shard `shard_id`'s gateway session (its own client) until `close_shard`."""
+        if shard_id in self._sessions or self._stopped:
+            return
+        ready = asyncio.Event()
+        client = self._new_client(ready, (shard_id, self._shard_count))
+        gateway = _Gateway(client=client, ready=ready, shard=shard_id)
+        self._sessions[shard_id] = gateway
+        try:
+            await self._open(gateway, logged_in=False)
+        except BaseException:
+            if self._sessions.get(shard_id) is gateway:
+                del self._sessions[shard_id]
+            await self._close(gateway)
+            raise
+
+    async def close_shard(self, shard_id: int) -> None:
+        gateway = self._sessions.pop(shard_id, None)
+        if gateway is None:
+            return
+        await self._close(gateway)
+        _log.info("discord.gateway_closed", shard=shard_id)
+
+    async def _open(self, gateway: _Gateway, *, logged_in: bool) -> None:
+        """Start `gateway` and wait for its READY; raise if its task ends first (or none comes)."""
+        name = "discord.gateway" if gateway.shard is None else f"discord.gateway:{gateway.shard}"
+        task = asyncio.create_task(self._run_gateway(gateway, logged_in=logged_in), name=name)
+        gateway.task = task
+        task.add_done_callback(lambda done: self._gateway_ended(gateway, done))
+        ready = asyncio.create_task(gateway.ready.wait())
         done, _ = await asyncio.wait(
-            {self._gateway, ready}, timeout=self._start_timeout, return_when="FIRST_COMPLETED"
+            {task, ready}, timeout=self._start_timeout, return_when="FIRST_COMPLETED"
         )
         if ready in done:
-            _log.info("discord.connected", bot_id=self._me().id)
+            gateway.opened = True
+            _log.info("discord.connected", bot_id=self._me().id, shard=gateway.shard)
             return
         ready.cancel()
         failure: BaseException | None = None
-        if self._gateway in done and not self._gateway.cancelled():
-            failure = self._gateway.exception()
-        await self.stop()
+        if task in done and not task.cancelled():
+            failure = task.exception()
         if isinstance(failure, discord.LoginFailure):
             raise PlatformAuthError("discord: token rejected", platform=_PLATFORM) from failure
         reason = type(failure).__name__ if failure else f"no READY within {self._start_timeout:g} s"
         raise PlatformError(
             f"discord: gateway did not become ready ({reason}; check DISCORD_BOT_TOKEN, the "
-            "Message Content intent and DISCORD_GATEWAY_URL)",
+            "Message Content intent, DISCORD_GATEWAY_URL and SWITCHBOARD_DISCORD_SHARDS)",
             platform=_PLATFORM,
             code="start",
         ) from failure
+
+    async def _close(self, gateway: _Gateway) -> None:
+        task, gateway.task = gateway.task, None
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(10.0):
+                await gateway.client.close()
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=10.0)
+        gateway.ready.clear()
 
     async def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        await asyncio.gather(*(self.close_shard(i) for i in list(self._sessions)))
         with contextlib.suppress(Exception):
             async with asyncio.timeout(10.0):
                 await self._client.close()
-        if self._gateway is not None and not self._gateway.done():
-            self._gateway.cancel()
-        pending = [t for t in (self._gateway, *self._tasks) if t is not None and not t.done()]
+        gateway = self._main.task
+        if gateway is not None and not gateway.done():
+            gateway.cancel()
+        pending = [t for t in (gateway, *self._tasks) if t is not None and not t.done()]
         for task in self._tasks:
             task.cancel()
         if pending:
@@ -238,55 +356,55 @@ class DiscordAdapter:
     @property
     def healthy(self) -> bool:
         """Connected to the gateway and READY (for `/readyz`): false while discord.py
-        reconnects, and while the gateway is being restarted after a failure."""
-        if self._gateway is None and self._logged_in:
+        reconnects, and while the gateway is being restarted after a failure. With several
+        shards: logged in for sending, and every shard this process has opened is up."""
+        if self._shard_count > 1:
+            return self._logged_in and all(g.up for g in self._sessions.values() if g.opened)
+        if self._main.task is None and self._logged_in:
             return True  # a send-only (worker or standby) adapter needs no gateway
-        ws = self._client.ws
-        return (
-            self._gateway is not None
-            and not self._gateway.done()
-            and self._client.is_ready()
-            and ws is not None
-            and ws.open
-        )
+        return self._main.up
 
-    async def _run_gateway(self) -> None:
+    async def _run_gateway(self, gateway: _Gateway, *, logged_in: bool) -> None:
         """discord.py's login + gateway loop, restarted with backoff when it ends on an error
         the library does not retry itself; a rejected token, or a failure before the first
         READY, ends it (so `start()` reports it)."""
+        client = gateway.client
         delay = _RESTART_MIN_S
         while True:
             try:
-                if self._logged_in:  # a send-only adapter already has its HTTP session
-                    self._logged_in = False
-                    await self._client.connect(reconnect=True)
+                if logged_in:  # a send-only adapter already has its HTTP session
+                    logged_in = False
+                    await client.connect(reconnect=True)
                 else:
-                    await self._client.start(self._token)
+                    await client.start(self._token)
                 return
             except (discord.LoginFailure, discord.PrivilegedIntentsRequired):
                 raise
             except Exception as exc:
-                if self._stopped or not self._ready.is_set():
+                if self._stopped or not gateway.ready.is_set():
                     raise
                 _log.error(
                     "discord.gateway_failed",
+                    shard=gateway.shard,
                     error=type(exc).__name__,
                     restart_in_s=delay,
                     exc_info=exc,
                 )
             with contextlib.suppress(Exception):
-                await self._client.close()
+                await client.close()
             await asyncio.sleep(delay)
             delay = min(delay * 2, _RESTART_MAX_S)
-            if self._stopped:
+            if self._stopped or gateway.task is not asyncio.current_task():
                 return
-            self._client.clear()
+            client.clear()
 
-    def _gateway_ended(self, task: asyncio.Task[None]) -> None:
-        if self._stopped or task.cancelled():
-            return
+    def _gateway_ended(self, gateway: _Gateway, task: asyncio.Task[None]) -> None:
+        if self._stopped or task.cancelled() or gateway.task is not task:
+            return  # stopped, or closed on purpose (lease lost or let go)
         exc = task.exception()
-        _log.error("discord.gateway_ended", error=type(exc).__name__ if exc else None)
+        _log.error(
+            "discord.gateway_ended", shard=gateway.shard, error=type(exc).__name__ if exc else None
+        )
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -314,8 +432,16 @@ class DiscordAdapter:
         if not self._stopped:
             self._spawn(self._handle_press(payload, interaction))
 
+    def _clients(self) -> list[SwitchboardClient]:
+        """Whose caches know guilds, channels and threads: ours, and each open shard's."""
+        return [self._client, *(g.client for g in self._sessions.values())]
+
     def _channel(self, channel_id: str) -> Any:
-        return self._client.get_channel(int(channel_id))
+        for client in self._clients():
+            channel = client.get_channel(int(channel_id))
+            if channel is not None:
+                return channel
+        return None
 
     def _is_bot_thread(self, channel_id: str) -> bool:
         if channel_id in self._threads:
@@ -577,7 +703,8 @@ class DiscordAdapter:
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
         if msg.is_dm or not msg.workspace_id:
             return False
-        guild = self._client.get_guild(int(msg.workspace_id))
+        guilds = (c.get_guild(int(msg.workspace_id)) for c in self._clients())
+        guild = next((g for g in guilds if g is not None), None)
         if guild is None:
             return False
         member = guild.get_member(int(msg.sender_id))

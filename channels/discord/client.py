@@ -177,13 +177,17 @@ class SwitchboardClient(discord.Client):
         intents: discord.Intents,
         guild_ready_timeout: float,
         on_ready: Callable[[], None],
+        shard: tuple[int, int] | None = None,
     ) -> None:
+        """`shard` (id, count) makes this client one shard's gateway session; None: all of it."""
+        sharding = {"shard_id": shard[0], "shard_count": shard[1]} if shard else {}
         super().__init__(
             intents=intents,
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout,
             max_messages=None,
             chunk_guilds_at_startup=False,
+            **sharding,
         )
         self.http = http
         self._connection.http = http

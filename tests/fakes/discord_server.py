@@ -9,6 +9,12 @@ frames the way the client asked (`zstd-stream`, `zlib-stream`, or none). Tests d
 `user_message(...)` / `press(...)` dispatch MESSAGE_CREATE / INTERACTION_CREATE, `reconnect()`
 sends op 7 and can send already-delivered events again after the RESUME (a duplicate delivery).
 
+Sharding as on Discord: `GET /gateway/bot` recommends `shard_count` shards; an IDENTIFY's
+`shard: [id, count]` (none means [0, 1]) makes a session that gets a guild's events only when
+`(guild_id >> 22) % count == id`, and DMs only on shard 0. Every open session that matches gets
+the event, so two sessions on one shard show up as a duplicate delivery. `add_guild(shard=...)`
+makes a guild (with one text channel) whose id lands on that shard.
+
 The world: one guild with a text channel, the bot, users alice, bob (both plain members) and
 carol (Manage Server through a role), and another bot (the guild's owner). Threads created from a message take its id, as on
 Discord; they appear in later GUILD_CREATEs and are announced with THREAD_CREATE. The bot's own
@@ -111,6 +117,23 @@ class _Conn:
 
 
 @dataclass
+class _Session:
+    """One gateway session (IDENTIFY to its end); it outlives its connection for RESUME."""
+
+    id: str
+    shard: tuple[int, int]
+    conn: _Conn | None
+    seq: int = 0
+    log: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+
+    def wants(self, guild_id: str | None) -> bool:
+        shard_id, count = self.shard
+        if not guild_id:
+            return shard_id == 0
+        return (int(guild_id) >> 22) % count == shard_id
+
+
+@dataclass
 class FakeDiscord:
     token: str = TOKEN
     calls: list[Call] = field(default_factory=list)
@@ -122,6 +145,8 @@ class FakeDiscord:
     identifies: int = 0
     resumes: int = 0
     heartbeats: int = 0
+    shard_count: int = 1  # what GET /gateway/bot recommends
+    identified: list[tuple[int, int]] = field(default_factory=list)  # each IDENTIFY's shard
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1_200_000_000_000_000_000)
@@ -136,31 +161,17 @@ class FakeDiscord:
         }
         self.admins = {self.carol["id"]}
         self.guild_id = str(self._id())
+        self.guilds: list[str] = [self.guild_id]
+        self._blocks = itertools.count((int(self.guild_id) >> 22) + 1)  # add_guild's id space
         self.admin_role = str(self._id())
         self.channel_id = str(self._id())
-        self.channels: dict[str, dict[str, Any]] = {
-            self.channel_id: {
-                "id": self.channel_id,
-                "type": 0,
-                "guild_id": self.guild_id,
-                "name": "general",
-                "position": 0,
-                "permission_overwrites": [],
-                "nsfw": False,
-                "parent_id": None,
-                "topic": None,
-                "last_message_id": None,
-                "rate_limit_per_user": 0,
-            }
-        }
+        self.channels: dict[str, dict[str, Any]] = {}
+        self._text_channel(self.channel_id, self.guild_id)
         self.messages: dict[str, dict[str, Any]] = {}
         self.threads: dict[str, dict[str, Any]] = {}
         self._dms: dict[str, str] = {}  # user id -> DM channel id
         self._interactions: dict[str, dict[str, Any]] = {}  # token -> interaction payload
-        self._session: str | None = None
-        self._seq = 0
-        self._log: list[tuple[int, str, dict[str, Any]]] = []
-        self._conn: _Conn | None = None
+        self._sessions: dict[str, _Session] = {}  # by session id, oldest first
         self._replay: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -171,6 +182,49 @@ class FakeDiscord:
 
     def _id(self) -> int:
         return next(self._ids)
+
+    def _text_channel(self, cid: str, gid: str) -> None:
+        self.channels[cid] = {
+            "id": cid,
+            "type": 0,
+            "guild_id": gid,
+            "name": "general",
+            "position": 0,
+            "permission_overwrites": [],
+            "nsfw": False,
+            "parent_id": None,
+            "topic": None,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+        }
+
+    def add_guild(self, *, shard: int) -> tuple[str, str]:
+        """A guild on shard `shard` of `shard_count` (add it before the bot connects), with one
+        text channel; returns (guild id, channel id)."""
+        block = next(self._blocks)
+        while block % self.shard_count != shard:
+            block = next(self._blocks)
+        gid, cid = str(block << 22), str(self._id())
+        self.guilds.append(gid)
+        self._text_channel(cid, gid)
+        return gid, cid
+
+    def shard_of(self, guild_id: str) -> int:
+        return (int(guild_id) >> 22) % self.shard_count
+
+    def _live(self, shard_id: int = 0) -> _Session | None:
+        """The newest session of shard `shard_id` (connected or waiting for a RESUME)."""
+        sessions = [x for x in self._sessions.values() if x.shard[0] == shard_id]
+        return sessions[-1] if sessions else None
+
+    @property
+    def _conn(self) -> _Conn | None:
+        session = self._live()
+        return session.conn if session else None
+
+    def connected_shards(self) -> list[tuple[int, int]]:
+        """The shards of the sessions connected right now (a shard twice: two sessions)."""
+        return sorted(x.shard for x in self._sessions.values() if x.conn is not None)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -187,8 +241,9 @@ class FakeDiscord:
         return self
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.ws.close()
+        for session in list(self._sessions.values()):
+            if session.conn is not None:
+                await session.conn.ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -237,13 +292,22 @@ class FakeDiscord:
     # -- gateway driving ----------------------------------------------------------------------
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> int:
-        """Send a DISPATCH on the live connection (or keep it for the next RESUME)."""
-        self._seq += 1
-        self._log.append((self._seq, event, data))
-        if self._conn is not None:
+        """Send a DISPATCH to every session of the event's shard (a session whose connection is
+        gone keeps it for its RESUME); returns the last sequence number used."""
+        guild_id = data.get("guild_id")
+        seq = 0
+        for session in list(self._sessions.values()):
+            if session.wants(str(guild_id) if guild_id else None):
+                seq = await self._emit(session, event, data)
+        return seq
+
+    async def _emit(self, session: _Session, event: str, data: dict[str, Any]) -> int:
+        session.seq += 1
+        session.log.append((session.seq, event, data))
+        if session.conn is not None:
             with contextlib.suppress(ConnectionError, RuntimeError):  # closing: RESUME replays it
-                await self._conn.send({"op": 0, "t": event, "s": self._seq, "d": data})
-        return self._seq
+                await session.conn.send({"op": 0, "t": event, "s": session.seq, "d": data})
+        return session.seq
 
     async def user_message(
         self,
@@ -306,7 +370,7 @@ class FakeDiscord:
             "authorizing_integration_owners": {},
         }
         if channel.get("guild_id"):
-            data["guild_id"] = self.guild_id
+            data["guild_id"] = channel["guild_id"]
             data["guild_locale"] = "en-US"
             data["member"] = self._member(user["id"], with_user=True) | {"permissions": "0"}
         else:
@@ -315,21 +379,23 @@ class FakeDiscord:
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
-    async def reconnect(self, *, replay: Sequence[dict[str, Any]] = ()) -> None:
+    async def reconnect(self, *, replay: Sequence[dict[str, Any]] = (), shard: int = 0) -> None:
         """Ask the client to reconnect (op 7) and wait for its RESUME. Events in `replay` (payloads
         it already received) are sent again before RESUMED, as a gateway that lost the client's
         sequence ack would: a duplicate delivery."""
-        assert self._conn is not None
+        session = self._live(shard)
+        assert session is not None and session.conn is not None
         before = self.resumes
         self._replay = list(replay)
-        await self._conn.send({"op": 7, "d": None})
-        await wait_until(lambda: self.resumes > before and self._conn is not None)
+        await session.conn.send({"op": 7, "d": None})
+        await wait_until(lambda: self.resumes > before and session.conn is not None)
 
-    async def drop(self, code: int) -> None:
-        """Close the live gateway connection with `code` (4010-4013 end discord.py's gateway
-        loop instead of resuming: the shape of a connection that died for good)."""
-        assert self._conn is not None
-        await self._conn.ws.close(code=code)
+    async def drop(self, code: int, *, shard: int = 0) -> None:
+        """Close shard `shard`'s live gateway connection with `code` (4010-4013 end discord.py's
+        gateway loop instead of resuming: the shape of a connection that died for good)."""
+        session = self._live(shard)
+        assert session is not None and session.conn is not None
+        await session.conn.ws.close(code=code)
 
     # -- gateway ------------------------------------------------------------------------------
 
@@ -350,47 +416,59 @@ class FakeDiscord:
                 await self._identify(conn, data)
             elif op == 6:
                 await self._resume(conn, data)
-        if self._conn is conn:
-            self._conn = None
+        for session in self._sessions.values():
+            if session.conn is conn:
+                session.conn = None
         return ws
 
     async def _identify(self, conn: _Conn, data: dict[str, Any]) -> None:
         if data.get("token") != self.token:
             await conn.ws.close(code=4004, message=b"Authentication failed.")
             return
+        shard_id, count = data.get("shard") or (0, 1)
+        if not 0 <= shard_id < count:
+            await conn.ws.close(code=4010, message=b"Invalid shard.")
+            return
         self.identifies += 1
-        self._session = f"session-{self._id()}"
-        self._seq = 0
-        self._log.clear()
-        self._conn = conn
-        await self.dispatch(
+        self.identified.append((shard_id, count))
+        for old in [x for x in self._sessions.values() if x.shard[0] == shard_id]:
+            if old.conn is None:  # a new session replaces the shard's resumable one
+                del self._sessions[old.id]
+        session = _Session(id=f"session-{self._id()}", shard=(shard_id, count), conn=conn)
+        self._sessions[session.id] = session
+        guilds = [g for g in self.guilds if session.wants(g)]
+        await self._emit(
+            session,
             "READY",
             {
                 "v": 10,
                 "user": self.bot,
-                "guilds": [{"id": self.guild_id, "unavailable": True}],
-                "session_id": self._session,
+                "guilds": [{"id": g, "unavailable": True} for g in guilds],
+                "session_id": session.id,
                 "resume_gateway_url": self.gateway_url,
                 "application": {"id": self.application_id, "flags": 0},
                 "private_channels": [],
                 "relationships": [],
+                "shard": [shard_id, count],
             },
         )
-        await self.dispatch("GUILD_CREATE", self._guild())
+        for gid in guilds:
+            await self._emit(session, "GUILD_CREATE", self._guild(gid))
 
     async def _resume(self, conn: _Conn, data: dict[str, Any]) -> None:
-        if data.get("token") != self.token or data.get("session_id") != self._session:
+        session = self._sessions.get(str(data.get("session_id")))
+        if data.get("token") != self.token or session is None:
             await conn.send({"op": 9, "d": False, "s": None, "t": None})
             return
         seen = int(data.get("seq") or 0)
         again, self._replay = self._replay, []
-        replay = [e for e in self._log if e[0] <= seen and any(e[2] is p for p in again)]
-        replay += [e for e in self._log if e[0] > seen]
+        replay = [e for e in session.log if e[0] <= seen and any(e[2] is p for p in again)]
+        replay += [e for e in session.log if e[0] > seen]
         for seq, event, payload in replay:
             await conn.send({"op": 0, "t": event, "s": seq, "d": payload})
-        self._conn = conn
+        session.conn = conn
         self.resumes += 1
-        await self.dispatch("RESUMED", {})
+        await self._emit(session, "RESUMED", {})
 
     # -- REST ---------------------------------------------------------------------------------
 
@@ -478,7 +556,9 @@ class FakeDiscord:
 
     async def _gateway_bot(self, body: Any) -> web.Response:
         limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+        return _json(
+            {"url": self.gateway_url, "shards": self.shard_count, "session_start_limit": limit}
+        )
 
     async def _create_message(self, body: Any, cid: str) -> web.Response:
         channel = self.channels.get(cid)
@@ -539,7 +619,7 @@ class FakeDiscord:
         thread = {
             "id": mid,
             "type": 11,
-            "guild_id": self.guild_id,
+            "guild_id": self.channels[cid]["guild_id"],
             "parent_id": cid,
             "owner_id": self.bot["id"],
             "name": body["name"],
@@ -572,7 +652,7 @@ class FakeDiscord:
         return _json(self.channels[self.dm_channel(user)])
 
     async def _get_member(self, body: Any, gid: str, uid: str) -> web.Response:
-        if gid != self.guild_id or uid not in self.users:
+        if gid not in self.guilds or uid not in self.users:
             return _error(404, 10007, "Unknown Member")
         return _json(self._member(uid, with_user=True))
 
@@ -639,7 +719,7 @@ class FakeDiscord:
             if reference in self.messages:
                 data["referenced_message"] = self.messages[reference]
         if self.channels[channel_id].get("guild_id"):
-            data["guild_id"] = self.guild_id
+            data["guild_id"] = self.channels[channel_id]["guild_id"]
         if store:
             self.messages[mid] = data
         return data
@@ -659,7 +739,7 @@ class FakeDiscord:
             member["user"] = self.users[uid]
         return member
 
-    def _guild(self) -> dict[str, Any]:
+    def _guild(self, gid: str) -> dict[str, Any]:
         def role(rid: str, name: str, perms: int, position: int) -> dict[str, Any]:
             return {
                 "id": rid,
@@ -674,16 +754,18 @@ class FakeDiscord:
             }
 
         return {
-            "id": self.guild_id,
+            "id": gid,
             "name": "Test Guild",
             "icon": None,
             "owner_id": self.other_bot["id"],
             "roles": [
-                role(self.guild_id, "@everyone", 0, 0),
+                role(gid, "@everyone", 0, 0),
                 role(self.admin_role, "admins", _MANAGE_GUILD, 1),
             ],
-            "channels": [c for c in self.channels.values() if c["type"] == 0],
-            "threads": list(self.threads.values()),
+            "channels": [
+                c for c in self.channels.values() if c["type"] == 0 and c["guild_id"] == gid
+            ],
+            "threads": [t for t in self.threads.values() if t["guild_id"] == gid],
             "members": [self._member(self.bot["id"], with_user=True)],
             "member_count": len(self.users),
             "large": False,

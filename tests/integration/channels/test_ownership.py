@@ -1,0 +1,78 @@
+"""Lease owners on real Redis with stand-in receivers: a slow-opening connection keeps its lease,
+and a group of leases is shared out fairly between the processes competing for it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+
+from channels.ownership import ConnectionOwner, FairShare
+from storage import Keys, Leases
+from tests.support import wait_until
+
+TTL_S = 0.6
+
+
+class Receiver:
+    def __init__(self, name: str, open_s: float = 0.0) -> None:
+        self.connection_name = name
+        self.open_s = open_s
+        self.open = False
+
+    async def start_receiving(self) -> None:
+        await asyncio.sleep(self.open_s)
+        self.open = True
+
+    async def stop_receiving(self) -> None:
+        self.open = False
+
+
+@pytest.fixture
+def leases(redis: aioredis.Redis, keys: Keys) -> Leases:
+    return Leases(redis, keys=keys, ttl_s=TTL_S)
+
+
+async def test_a_connection_slower_to_open_than_the_ttl_keeps_its_lease(leases: Leases) -> None:
+    receiver = Receiver("slow", open_s=TTL_S * 2.5)
+    owner = ConnectionOwner(receiver, leases)  # type: ignore[arg-type]
+    await owner.start()
+    try:
+        assert owner.owner and receiver.open
+        await asyncio.sleep(TTL_S * 1.5)
+        assert owner.owner and receiver.open
+        assert await leases.holder("slow") is not None
+    finally:
+        await owner.stop()
+
+
+async def test_a_newcomer_gets_the_surplus_and_a_leaver_hands_its_share_back(
+    leases: Leases,
+) -> None:
+    async def process() -> tuple[FairShare, list[ConnectionOwner], list[Receiver]]:
+        share = FairShare(leases, "group", 3)
+        await share.start()
+        receivers = [Receiver(f"group:{i}") for i in range(3)]
+        owners = [ConnectionOwner(r, leases, share=share) for r in receivers]  # type: ignore[arg-type]
+        for owner in owners:
+            await owner.start()
+        return share, owners, receivers
+
+    def held(owners: list[ConnectionOwner]) -> int:
+        return sum(o.owner for o in owners)
+
+    share_a, owners_a, receivers_a = await process()
+    assert held(owners_a) == 3
+    share_b, owners_b, receivers_b = await process()
+    try:
+        await wait_until(lambda: (held(owners_a), held(owners_b)) == (2, 1), timeout=TTL_S * 8)
+        assert sum(r.open for r in receivers_a + receivers_b) == 3
+        for owner in owners_a:
+            await owner.stop()
+        await share_a.stop()
+        await wait_until(lambda: held(owners_b) == 3, timeout=TTL_S * 8)
+    finally:
+        for owner in owners_a + owners_b:
+            await owner.stop()
+        await share_b.stop()
