@@ -205,6 +205,31 @@ class ConnectionOwner:
             await self._leases.release(self._name, self._token)
         _log.info("lease.released", lease=self._name)
 
+    async def _hand_over(self) -> None:
+        """Shed a lease without a gap in receiving: release it for the process that is due it,
+        but keep this connection open until another holder has kept the lease for one TTL (its
+        own connection is up by then), or nobody took it within three. Meanwhile both receive
+        the shard's events, and dedupe answers each once; closing first would lose the events
+        of the handover, since a new gateway session replays nothing."""
+        self.owner = False
+        ttl = self._leases.ttl_s
+        try:
+            with contextlib.suppress(StorageError):
+                await self._leases.release(self._name, self._token)
+            taken_at: float | None = None
+            deadline = time.monotonic() + 3 * ttl
+            while time.monotonic() < deadline:
+                await asyncio.sleep(ttl / 3)
+                with contextlib.suppress(StorageError):
+                    taken = await self._leases.holder(self._name) is not None
+                    taken_at = (taken_at or time.monotonic()) if taken else None
+                if taken_at is not None and time.monotonic() - taken_at >= ttl:
+                    break
+        finally:
+            with contextlib.suppress(Exception):
+                await self._receiver.stop_receiving()
+        _log.info("lease.handed_over", lease=self._name)
+
     async def _loop(self) -> None:
         every = self._leases.ttl_s / 3
         renewed = time.monotonic()
@@ -216,7 +241,7 @@ class ConnectionOwner:
                 continue
             if self._share is not None and self._share.should_shed(self):
                 _log.info("lease.shed", lease=self._name, quota=self._share.quota)
-                await self._let_go()
+                await self._hand_over()
                 continue
             try:
                 held = await self._leases.renew(self._name, self._token)

@@ -4,6 +4,7 @@ and a group of leases is shared out fairly between the processes competing for i
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import redis.asyncio as aioredis
@@ -20,13 +21,17 @@ class Receiver:
         self.connection_name = name
         self.open_s = open_s
         self.open = False
+        self.opened_at: float | None = None
+        self.closed_at: float | None = None
 
     async def start_receiving(self) -> None:
         await asyncio.sleep(self.open_s)
         self.open = True
+        self.opened_at = time.monotonic()
 
     async def stop_receiving(self) -> None:
         self.open = False
+        self.closed_at = time.monotonic()
 
 
 @pytest.fixture
@@ -67,7 +72,7 @@ async def test_a_newcomer_gets_the_surplus_and_a_leaver_hands_its_share_back(
     share_b, owners_b, receivers_b = await process()
     try:
         await wait_until(lambda: (held(owners_a), held(owners_b)) == (2, 1), timeout=TTL_S * 8)
-        assert sum(r.open for r in receivers_a + receivers_b) == 3
+        await wait_until(lambda: sum(r.open for r in receivers_a + receivers_b) == 3, timeout=5)
         for owner in owners_a:
             await owner.stop()
         await share_a.stop()
@@ -76,3 +81,32 @@ async def test_a_newcomer_gets_the_surplus_and_a_leaver_hands_its_share_back(
         for owner in owners_a + owners_b:
             await owner.stop()
         await share_b.stop()
+
+
+async def test_a_shed_connection_closes_only_after_the_new_holder_has_opened(
+    leases: Leases,
+) -> None:
+    """No gap in receiving on a handover: Discord replays nothing to a new session, so the
+    old one stays open (both receive, dedupe answers once) until the new one is up."""
+    first_share, second_share = FairShare(leases, "g", 2), FairShare(leases, "g", 2)
+    await first_share.start()
+    old = [Receiver(f"g:{i}") for i in range(2)]
+    old_owners = [ConnectionOwner(r, leases, share=first_share) for r in old]  # type: ignore[arg-type]
+    for owner in old_owners:
+        await owner.start()
+    await second_share.start()
+    new = [Receiver(f"g:{i}", open_s=TTL_S / 2) for i in range(2)]
+    new_owners = [ConnectionOwner(r, leases, share=second_share) for r in new]  # type: ignore[arg-type]
+    try:
+        for owner in new_owners:
+            await owner.start()
+        await wait_until(lambda: any(r.closed_at for r in old), timeout=TTL_S * 10)
+        (shed,) = [i for i, r in enumerate(old) if r.closed_at]
+        opened = new[shed].opened_at
+        assert opened is not None and opened < (old[shed].closed_at or 0.0)
+        assert not any(r.open for r in old if r.closed_at) and new[shed].open
+    finally:
+        for owner in old_owners + new_owners:
+            await owner.stop()
+        await first_share.stop()
+        await second_share.stop()
