@@ -345,7 +345,8 @@ async def test_a_queued_submit_leaves_the_running_holders_stop_and_warnings(
     queue = ThreadQueue(redis, keys=keys)
     locks = ThreadLocks(redis, keys=keys)
     warnings = PendingWarnings(redis, keys=keys)
-    await _submit(queue, "1-0", "tok-a")
+    holder = await _submit(queue, "1-0", "tok-a")
+    assert holder.lock is not None
     await warnings.add(T, "live-run", "loop")
     assert await locks.request_stop(T) is True
 
@@ -353,7 +354,7 @@ async def test_a_queued_submit_leaves_the_running_holders_stop_and_warnings(
     assert (await _submit(queue, "3-0", "tok-c", queue_if_busy=False)).state is SlotState.BUSY
     assert (await queue.resume(T, "tok-d")).state is SlotState.BUSY
     assert await warnings.peek(T, "live-run") == ["loop"]
-    assert await locks.take_stop(T) is True
+    assert await locks.keep(holder.lock) == (True, True)  # the stop is still the holder's
 
 
 async def test_run_slots_carry_the_open_question(redis: aioredis.Redis, keys: Keys) -> None:
