@@ -21,21 +21,61 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["MAX_SCOPES", "BudgetBusy", "LocalPacer", "Pacer", "Quota", "Rate"]
+__all__ = [
+    "MAX_SCOPES",
+    "BudgetBusy",
+    "LocalPacer",
+    "Pacer",
+    "Quota",
+    "Rate",
+    "book",
+    "cosmetic",
+    "is_cosmetic",
+]
 
 MAX_SCOPES = 10_000  # scopes whose windows one process keeps (least recently used dropped past it)
 _SWEEP_EVERY = 256  # bookings between sweeps of idle scopes
 
 
 class BudgetBusy(Exception):
-    """A cosmetic update (a streamed draft) found its budget taken and was not sent: it yields
-    to the replies and notices waiting for that budget, and is tried again later."""
+    """A cosmetic update (a streamed draft or edit) found its budget taken and was not sent: it
+    yields to the replies and notices waiting for that budget, and is tried again later."""
+
+
+_cosmetic: ContextVar[bool] = ContextVar("switchboard_cosmetic_send", default=False)
+
+
+@contextlib.contextmanager
+def cosmetic() -> Iterator[None]:
+    """Calls made in this block are partial updates of a streamed reply: each goes only if its
+    budget has room at once (`book`), never queuing ahead of a reply or notice."""
+    token = _cosmetic.set(True)
+    try:
+        yield
+    finally:
+        _cosmetic.reset(token)
+
+
+def is_cosmetic() -> bool:
+    """Whether the running call is a partial update (inside `cosmetic()`)."""
+    return _cosmetic.get()
+
+
+async def book(pacer: Pacer, quotas: Sequence[Quota]) -> None:
+    """Wait for the quotas' budget; inside `cosmetic()`, take it only if free now, else raise
+    `BudgetBusy` (nothing booked)."""
+    if not is_cosmetic():
+        await pacer.wait(quotas)
+    elif not await pacer.try_now(quotas):
+        raise BudgetBusy(",".join(q.scope for q in quotas))
 
 
 @dataclass(frozen=True, slots=True)

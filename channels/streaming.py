@@ -35,7 +35,7 @@ import structlog
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.render import render_chunks
 from channels.render.chunking import measure_fn
-from channels.send_budget import BudgetBusy
+from channels.send_budget import BudgetBusy, cosmetic
 from switchboard.errors import PlatformError, PlatformRateLimited
 
 __all__ = [
@@ -95,8 +95,9 @@ def partial_chunks(partial: Partial, caps: Capabilities) -> list[Chunk]:
 
 class Throttle(Generic[T]):
     """Shows the latest offered value: the first at once, then at most one per `interval`
-    (measured from the end of the previous show, so a slow call never bunches two). A show
-    that raises `BudgetBusy` (its send budget had no room) is tried again an interval later."""
+    (measured from the end of the previous show, so a slow call never bunches two). Shows run
+    `cosmetic()`: one whose send budget has no room at once raises `BudgetBusy` instead of
+    waiting, and is tried again an interval later."""
 
     def __init__(
         self,
@@ -161,7 +162,8 @@ class Throttle(Generic[T]):
             self._pending, self._has_pending = None, False
             self._in_flight = True
             try:
-                await self._show(value)  # type: ignore[arg-type]
+                with cosmetic():  # a partial update never queues ahead of a reply
+                    await self._show(value)  # type: ignore[arg-type]
                 self.shown += 1
                 self._next_at = self._clock() + self._interval
             except BudgetBusy:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from channels.send_budget import Pacer, Quota, Rate
+from channels.send_budget import Pacer, Quota, Rate, book
 
 __all__ = ["BOT", "CHANNEL", "SEND_LIMITS", "DiscordLimits", "DiscordPacing"]
 
@@ -39,4 +39,4 @@ class DiscordPacing:
 
     async def send(self, channel_id: str) -> None:
         """Before a message, an edit or a notice in `channel_id`."""
-        await self._pacer.wait([self._bot, Quota(f"c:{channel_id}", self._channel)])
+        await book(self._pacer, [self._bot, Quota(f"c:{channel_id}", self._channel)])

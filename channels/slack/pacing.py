@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from channels.send_budget import Pacer, Quota, Rate
+from channels.send_budget import Pacer, Quota, Rate, book
 
 __all__ = ["CHANNEL", "SEND_LIMITS", "UPDATES", "SlackLimits", "SlackPacing"]
 
@@ -39,13 +39,14 @@ class SlackPacing:
 
     async def post(self, channel: str) -> None:
         """Before a message, a stream call, an ephemeral notice or a file share in `channel`."""
-        await self._pacer.wait([Quota(f"c:{channel}", self._limits.channel)])
+        await book(self._pacer, [Quota(f"c:{channel}", self._limits.channel)])
 
     async def update(self, channel: str, workspace: str) -> None:
         """Before a `chat.update` of a message in `channel` of `workspace`."""
-        await self._pacer.wait(
+        await book(
+            self._pacer,
             [
                 Quota(f"c:{channel}", self._limits.channel),
                 Quota(f"update:{workspace}", self._limits.updates),
-            ]
+            ],
         )

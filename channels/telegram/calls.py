@@ -39,7 +39,7 @@ from aiogram.methods.base import Response
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from channels.adapter import Chunk
-from channels.send_budget import BudgetBusy
+from channels.send_budget import BudgetBusy, is_cosmetic
 from channels.telegram.errors import is_entity_error, translate
 from channels.telegram.pacing import ChatPacer, Pacer
 
@@ -81,13 +81,11 @@ class BotCalls:
         self._token = token
         self._pacer = pacer or ChatPacer()
 
-    async def call(
-        self, method: TelegramMethod[T], *, pace: str | None = None, optional: bool = False
-    ) -> T:
-        """One Bot API call, paced for chat `pace` (sends and edits), retried after 429s. An
-        `optional` call (a draft) is sent only if the budget has room now, else `BudgetBusy`."""
+    async def call(self, method: TelegramMethod[T], *, pace: str | None = None) -> T:
+        """One Bot API call, paced for chat `pace` (sends and edits), retried after 429s. A
+        partial update of a stream (`cosmetic()`) goes only if the budget has room now."""
         if pace is not None:
-            if not optional:
+            if not is_cosmetic():
                 await self._pacer.wait(pace)
             elif not await self._pacer.try_now(pace):
                 raise BudgetBusy(method.__api_method__)
@@ -110,18 +108,17 @@ class BotCalls:
         chunk: Chunk,
         *,
         pace: str,
-        optional: bool = False,
     ) -> Any:
         """Send (or edit to) the chunk's HTML; if Telegram rejects its entities, its plain text."""
         try:
             html = method(text=chunk.text, parse_mode="HTML", **fields)
-            return await self.call(html, pace=pace, optional=optional)
+            return await self.call(html, pace=pace)
         except TelegramBadRequest as exc:
             if not is_entity_error(exc):
                 raise
             _log.warning("telegram.entities_rejected", method=method.__api_method__)
         plain = method(text=chunk.plain, parse_mode=None, **fields)
-        return await self.call(plain, pace=pace, optional=optional)
+        return await self.call(plain, pace=pace)
 
     @contextlib.contextmanager
     def translated(self, action: str) -> Iterator[None]:

@@ -8,8 +8,9 @@ private chats, so groups and forum topics get an edited message instead (`EditSt
 Every draft, send, edit and delete goes through `BotCalls`, so they share the chat's pacing
 budget (in production the fleet-wide Redis windows: 1/s in a private chat, 20/min in a group,
 30/s for the bot), 429s are waited out, and HTML Telegram cannot parse falls back to plain text
-for that call. A draft never waits for that budget: it goes only when there is room at once and
-is otherwise tried again a second later, so under load drafts yield to the replies themselves.
+for that call. A draft or partial edit never waits for that budget (it runs `cosmetic()`, in
+the stream's throttle): it goes only when there is room at once and is otherwise tried again a
+second later, so under load drafts yield to the replies themselves.
 """
 
 from __future__ import annotations
@@ -105,9 +106,7 @@ class DraftStream:
             return
         fields = {**_thread_fields(self._target), "draft_id": self._draft_id}
         with self._api.translated("sendMessageDraft"):
-            await self._api.html(
-                SendMessageDraft, fields, chunks[-1], pace=self._target.chat_id, optional=True
-            )
+            await self._api.html(SendMessageDraft, fields, chunks[-1], pace=self._target.chat_id)
 
 
 def edit_stream(

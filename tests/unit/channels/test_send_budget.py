@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from channels.discord.pacing import DiscordLimits, DiscordPacing
-from channels.send_budget import LocalPacer, Quota, Rate
+from channels.send_budget import BudgetBusy, LocalPacer, Quota, Rate, book, cosmetic
 from channels.slack.pacing import SlackLimits, SlackPacing
 
 
@@ -50,6 +52,19 @@ async def test_try_now_books_only_a_send_that_may_go_at_once() -> None:
     assert pacer.reserve(channel) == 1.0  # so a real send still gets the next slot
     clock.now += 2.0
     assert await pacer.try_now(channel) is True
+
+
+async def test_a_cosmetic_call_takes_a_free_slot_or_yields_without_booking() -> None:
+    clock = Clock()
+    pacer = LocalPacer(clock=clock, sleep=clock.sleep)
+    channel = [Quota("c:1", ONE_A_SECOND)]
+    with cosmetic():
+        await book(pacer, channel)  # free: taken at once
+        with pytest.raises(BudgetBusy):
+            await book(pacer, channel)
+    started = clock.now
+    await book(pacer, channel)  # a real send waits for the next slot, not one more behind
+    assert clock.now - started == 1.0
 
 
 def test_scopes_have_separate_windows() -> None:

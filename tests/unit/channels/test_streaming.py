@@ -11,7 +11,7 @@ import pytest
 
 from channels.adapter import Capabilities, Chunk, Markup
 from channels.render import render_chunks
-from channels.send_budget import BudgetBusy
+from channels.send_budget import BudgetBusy, is_cosmetic
 from channels.streaming import (
     EditStream,
     MessageOps,
@@ -108,6 +108,18 @@ async def test_a_show_whose_budget_is_busy_is_tried_again_an_interval_later() ->
     assert [v for _, _, v in show.shows] == ["a"]
     assert show.shows[0][0] - started >= INTERVAL - 0.005
     assert throttle.failed == 0 and throttle.shown == 1  # yielding is not a failure
+
+
+async def test_throttled_shows_are_cosmetic_and_other_calls_are_not() -> None:
+    seen: list[bool] = []
+
+    async def show(value: str) -> None:
+        seen.append(is_cosmetic())
+
+    throttle: Throttle[str] = Throttle(show, interval=INTERVAL)
+    throttle.offer("a")
+    await throttle.flush()
+    assert seen == [True] and not is_cosmetic()
 
 
 async def test_a_failed_show_is_logged_and_later_values_still_show() -> None:

@@ -161,7 +161,8 @@ async def test_a_stream_its_final_messages_and_other_replies_share_the_channel_b
     await asyncio.gather(stream(), replies())
     calls = shown_in(fake, "C1")
     methods = {c.method for c in calls}
-    assert {"chat.startStream", "chat.appendStream", "chat.stopStream"} <= methods
+    # appends are partial updates: they yield to the replies queued for the channel
+    assert {"chat.startStream", "chat.stopStream"} <= methods
     assert {"chat.postMessage", "chat.postEphemeral", "chat.update"} <= methods
     assert most_in_any_window(calls, 0.5) == 1  # one budget for all of them
     texts = fake.texts_in("C1")
