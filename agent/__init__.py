@@ -26,6 +26,7 @@ from agent.tracing import (
     spans_inline_when_untraced,
     tracing_from_env,
 )
+from agent.transcription import build_transcriber
 from agent.usage import ModelPrice, UsageMeter
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "ask_clarification",
     "build_agent_backend",
     "build_model",
+    "build_transcriber",
     "builtin_tools",
     "current_time",
     "extract_reply",

@@ -9,6 +9,7 @@ a PDF and an executable called `notes.txt` is only named. Then:
 | image (PNG, JPEG, GIF, WebP, BMP, TIFF) | a text line `[image: <name>, <W>x<H>]` + an `image` block (base64), downscaled with Pillow so the long side is at most `MAX_IMAGE_SIDE` px |
 | PDF                      | `[file: <name> (PDF, N pages)]` + its text (pypdf), capped          |
 | UTF-8 text (no NULs)     | `[file: <name> (text/plain)]` + the text, capped                    |
+| audio or video, transcribed (`agent.transcription`) | `[audio: <name>, transcribed]` + the transcript, capped |
 | anything else, or unreadable | one line naming the file and saying it cannot be read           |
 
 The user's own words come first, as the first text block; `split_content` undoes the layout (the
@@ -71,7 +72,7 @@ SEND_FILE_TOOL = "send_file"
 _IMAGE_MIMES = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"}
 )
-_NOTE = re.compile(r"^\[(image|file): ")
+_NOTE = re.compile(r"^\[(image|file|audio): ")
 _IMAGE_NOTE = re.compile(r"^\[image: (?P<name>.*), (?P<w>\d+)x(?P<h>\d+)\]$")
 _DROPPED = " — no longer kept]"
 
@@ -97,6 +98,8 @@ def sniff(data: bytes) -> str:
 def content_blocks(file: FileData, *, max_chars: int = MAX_FILE_CHARS) -> list[dict[str, Any]]:
     """One file as content blocks (see the module table); never raises for bad bytes."""
     name = file.name or "file"
+    if file.transcript is not None:
+        return [_text(f"[audio: {name}, transcribed]\n{_cap(file.transcript, max_chars)}")]
     mime = sniff(file.data)
     if mime in _IMAGE_MIMES:
         return _image_blocks(name, file.data)

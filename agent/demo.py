@@ -134,8 +134,9 @@ class DemoChatModel(BaseChatModel):
       "Here is NAME."
     - `boom` -> raises RuntimeError
     - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
-      file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I can't read
-      <name>.", then " You said: <text>" when there is text
+      file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I heard <name>:
+      <its transcript's first 8 words>" / "I can't read <name>.", then " You said: <text>" when
+      there is text
     - anything else -> "You said: <text>"
 
     Only the user's own words (the text blocks before the file blocks) are matched by the rules.
@@ -298,6 +299,7 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
 
 _IMAGE_SEEN = re.compile(r"\[image: .*, (\d+x\d+)\]")
 _FILE_READ = re.compile(r"\[file: (.+?) \(([^)]*)\)\]\n(.*)", re.DOTALL)
+_HEARD = re.compile(r"\[audio: (.+?), transcribed\]\n(.*)", re.DOTALL)
 
 
 def _seen(note: str) -> str:
@@ -307,6 +309,8 @@ def _seen(note: str) -> str:
     if match := _FILE_READ.fullmatch(note):
         first = " ".join(match.group(3).split()[:8])
         return f"I read {match.group(1)}: {first}"
+    if match := _HEARD.fullmatch(note):
+        return f"I heard {match.group(1)}: {' '.join(match.group(2).split()[:8])}"
     name = note[len("[file: ") :].split(" (", 1)[0] if note.startswith("[file: ") else "a file"
     return f"I can't read {name}."
 

@@ -20,6 +20,7 @@ class FileData:
     name: str
     mime: str
     data: bytes = field(repr=False)
+    transcript: str | None = None  # what a voice note or audio file says (`agent.transcription`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from agent import (
     ModelPrice,
     build_agent_backend,
     build_model,
+    build_transcriber,
     parse_agent_spec,
     spans_inline_when_untraced,
     tracing_from_env,
@@ -145,6 +146,11 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
         clear_stale_warnings=False,  # ThreadQueue drops them with the thread lock
         price=_price(settings),
         mcp_config=mcp_file.read() if mcp_file is not None else None,
+        transcriber=build_transcriber(
+            settings.transcribe_model,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=_secret(settings.openai_api_key),
+        ),
     )
     usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)

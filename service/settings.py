@@ -95,6 +95,8 @@ class Settings(BaseSettings):
         10, gt=0, le=1024, validation_alias=_env("SWITCHBOARD_MAX_ATTACHMENT_MB")
     )
     """Largest inbound file fetched and handed to the model; bigger ones get a notice."""
+    transcribe_model: str = Field("", validation_alias=_env("SWITCHBOARD_TRANSCRIBE_MODEL"))
+    """`openai:<model>` (e.g. `openai:whisper-1`): voice notes reach the model as text."""
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))
     # Checkpoints are the bulk of Redis memory; a thread idle this long is deleted (0 = keep all).
     checkpoint_ttl_days: int = Field(

@@ -21,6 +21,7 @@ from agent.backends.remote import RemoteGraphRunner
 from agent.backends.spec import AgentSpec
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
 from agent.tracing import TracingConfig
+from agent.transcription import Transcriber
 from agent.usage import ModelPrice
 from storage.remote_threads import RemoteThreads
 from storage.warnings import PendingWarnings
@@ -45,6 +46,7 @@ async def build_agent_backend(
     clear_stale_warnings: bool = True,
     mcp_config: Mapping[str, Any] | None = None,
     loop_policy: LoopPolicy | None = None,
+    transcriber: Transcriber | None = None,
 ) -> AgentBackend:
     """The backend, ready to run turns; raises `ConfigError` (one line) when it cannot be."""
     backend: AgentBackend
@@ -80,6 +82,13 @@ async def build_agent_backend(
         if mcp_config and mcp_config.get("mcpServers"):
             await builtin.load_mcp(mcp_config)
         backend = builtin
+    if isinstance(backend, LocalGraphRunner):
+        backend.transcriber = transcriber
+    elif transcriber is not None:
+        _log.warning(
+            "transcription.ignored",
+            hint="SWITCHBOARD_TRANSCRIBE_MODEL applies to local graphs only",
+        )
     if mcp_config and mcp_config.get("mcpServers") and spec.kind != "builtin":
         _log.warning(
             "mcp.ignored",

@@ -28,6 +28,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -44,6 +45,7 @@ from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
 from agent.streamed_text import StreamedText
 from agent.tracing import TracingConfig, run_metadata
+from agent.transcription import Transcriber, with_transcripts
 from agent.usage import ModelPrice, UsageMeter
 from storage.checkpoint import FENCE_KEY
 from switchboard.errors import AgentError, SwitchboardError
@@ -73,8 +75,10 @@ class LocalGraphRunner:
         answer_on_turn: bool = False,
         tools: Sequence[str] = (),
         run_guard: type[BaseCallbackHandler] | None = None,
+        transcriber: Transcriber | None = None,
     ) -> None:
-        """`run_guard`: a callback class made per run with the run id (custom graphs' loop stop)."""
+        """`run_guard`: a callback class made per run with the run id (custom graphs' loop stop);
+        `transcriber`: voice notes and audio files reach the model as their transcript."""
         self.graph = graph
         self.loops = loops
         self._kind = kind
@@ -85,6 +89,7 @@ class LocalGraphRunner:
         self._answer_on_turn = answer_on_turn
         self._tools = tuple(tools)
         self._run_guard = run_guard
+        self.transcriber = transcriber
 
     @property
     def kind(self) -> str:
@@ -107,6 +112,7 @@ class LocalGraphRunner:
 
     async def run_turn(self, thread_id: str, text: str, context: TurnContext) -> TurnResult:
         """A new user message; if a clarification is waiting, the message answers it."""
+        context = await self._transcribed(context)
         if self._answer_on_turn and await self._interrupts(thread_id):
             return await self.resume(thread_id, text, context)
         payload: dict[str, Any] = {"messages": [await _human(text, context)]}
@@ -116,6 +122,7 @@ class LocalGraphRunner:
 
     async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult:
         """The answer to the waiting clarification; a new turn if nothing is waiting."""
+        context = await self._transcribed(context)
         if context.files and not self._answer_on_turn:
             _log.info("agent.answer_with_files_as_turn", files=len(context.files))
             payload = {"messages": [await _human(answer, context)]}
@@ -139,6 +146,11 @@ class LocalGraphRunner:
         """The thread's stored messages (what the model saw, minus injected warnings)."""
         state = await self.graph.aget_state(_thread_config(thread_id))
         return list(state.values.get("messages", []))
+
+    async def _transcribed(self, context: TurnContext) -> TurnContext:
+        if not context.files or self.transcriber is None:
+            return context
+        return replace(context, files=await with_transcripts(context.files, self.transcriber))
 
     async def _interrupts(self, thread_id: str) -> list[Interrupt]:
         state = await self.graph.aget_state(_thread_config(thread_id))

@@ -57,6 +57,8 @@ class FakeOpenAI:
     base_url: str = ""
     cost: float | None = None  # OpenRouter-style `usage.cost` in USD on every response
     delay: float = 0.0  # seconds every completion waits before answering
+    transcriptions: list[tuple[str, str, int]] = field(default_factory=list)  # model, name, size
+    transcribe_status: int = 200  # what `/v1/audio/transcriptions` answers (500: it fails)
     write_s: float = 0.0  # seconds a reply takes to write: spread over its streamed chunks,
     # waited whole before a non-streamed answer (a model writes at its own pace either way)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -66,6 +68,7 @@ class FakeOpenAI:
         """Start serving; returns the base URL to give the client (ending in `/v1`)."""
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -164,6 +167,21 @@ class FakeOpenAI:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        """Speech to text the way OpenAI answers it: multipart `file` + `model`, `{"text"}` back.
+        The "speech" of a test file is the UTF-8 text after its 4-byte magic number."""
+        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        form = await request.post()
+        upload, model = form.get("file"), form.get("model")
+        if not isinstance(upload, web.FileField) or not model:
+            return _error(400, "file and model are required", None)
+        data = upload.file.read()
+        self.transcriptions.append((str(model), upload.filename or "", len(data)))
+        if self.transcribe_status != 200:
+            return _error(self.transcribe_status, "transcription failed", None)
+        return web.json_response({"text": data[4:].decode("utf-8", errors="replace").strip()})
 
     # -- the script ---------------------------------------------------------------------------
 

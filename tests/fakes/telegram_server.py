@@ -306,10 +306,12 @@ class FakeTelegram:
         push: bool = True,
         photo: bytes | None = None,
         document: tuple[str, bytes, str] | None = None,
+        voice: bytes | None = None,
         file_size: int | None = None,
     ) -> dict[str, Any]:
         """A user message in `chat` (stored, and pushed to getUpdates); returns the update.
-        `photo` (image bytes) and `document` (name, bytes, mime) become real files;
+        `photo` (image bytes), `document` (name, bytes, mime) and `voice` (OGG bytes) become
+        real files;
         `file_size` overrides the size the update reports."""
         mid = self._new_message_id(chat["id"])
         message: dict[str, Any] = {
@@ -347,6 +349,14 @@ class FakeTelegram:
                 "file_name": name,
                 "mime_type": mime,
                 "file_size": file_size or len(data),
+            }
+        elif voice is not None:
+            message["voice"] = {
+                "file_id": self.add_file(voice),
+                "file_unique_id": f"v{len(self.files)}",
+                "duration": 3,
+                "mime_type": "audio/ogg",
+                "file_size": file_size or len(voice),
             }
         elif caption is not None or (sticker is False and text is None):
             message["photo"] = [{"file_id": "p1", "file_unique_id": "u1", "width": 9, "height": 9}]

@@ -98,3 +98,16 @@ async def make_manager(redis: aioredis.Redis, prefix: str, tmp_path: Path):  # t
         yield factory
     finally:
         await stack.aclose()
+
+
+@pytest.fixture
+async def openai_server() -> AsyncIterator[object]:
+    """A fake OpenAI-compatible server (chat completions and transcriptions) on loopback."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    server = FakeOpenAI()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

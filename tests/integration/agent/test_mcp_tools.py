@@ -113,7 +113,12 @@ async def test_the_agent_calls_a_real_stdio_mcp_tool_and_broken_servers_are_skip
     core, adapter, _http, _file = service
     runtime = core.runtime
     assert isinstance(runtime, BuiltinAgent)
-    assert runtime.tool_names() == ("ask_clarification", "current_time", "send_file", "vault_lookup")
+    assert runtime.tool_names() == (
+        "ask_clarification",
+        "current_time",
+        "send_file",
+        "vault_lookup",
+    )
     status = {s.name: s for s in runtime.mcp_servers()}
     assert status["vault"].ok and status["vault"].tools == ("vault_lookup",)
     assert not status["broken"].ok and not status["unset"].ok

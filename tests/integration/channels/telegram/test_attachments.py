@@ -11,6 +11,7 @@ import pytest
 from agent.demo import DEMO_FILE_TEXT
 from channels.manager import Manager
 from channels.telegram.adapter import TelegramAdapter
+from tests.fakes.openai_server import API_KEY
 from tests.fakes.sample_files import pdf_bytes, png_bytes
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support import wait_until
@@ -65,6 +66,37 @@ async def test_pdf_alone_is_read_and_its_text_reaches_the_model(
     assert await replies(fake, manager, 1) == [
         "I read report.pdf: Quarterly revenue grew by nine percent overall this"
     ]
+
+
+async def test_a_voice_note_reaches_the_model_as_its_transcript(
+    fake: FakeTelegram,
+    make_manager,
+    openai_server,  # type: ignore[no-untyped-def]
+) -> None:
+    manager = await make_manager(
+        transcribe_model="openai:whisper-1",
+        openai_base_url=openai_server.base_url,
+        openai_api_key=API_KEY,
+    )
+    adapter = TelegramAdapter(token=TOKEN, deliver=manager.deliver, api_base=fake.base_url)
+    manager.register(adapter)
+    await adapter.start()
+    try:
+        fake.say(fake.dm(ANN), ANN, voice=b"OggS what is the weather like in Lisbon today")
+        assert await replies(fake, manager, 1) == [
+            "I heard voice.ogg: what is the weather like in Lisbon today"
+        ]
+    finally:
+        await adapter.stop()
+    assert openai_server.transcriptions == [("whisper-1", "voice.ogg", 45)]
+
+
+async def test_without_a_transcriber_a_voice_note_is_named_not_heard(
+    fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
+) -> None:
+    manager, _ = stack
+    fake.say(fake.dm(ANN), ANN, voice=b"OggS what is the weather like in Lisbon today")
+    assert await replies(fake, manager, 1) == ["I can't read voice.ogg."]
 
 
 async def test_text_document_content_reaches_the_model(
