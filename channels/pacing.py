@@ -51,6 +51,14 @@ class SharedPacer:
             _log.warning("pacing.shared_unavailable", error=str(exc))
             return await self._fallback.try_now(quotas)
 
+    async def hold(self, quotas: Sequence[Quota], seconds: float) -> None:
+        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
+        try:
+            await self._windows.hold(booked, seconds)
+        except StorageError as exc:
+            _log.warning("pacing.shared_unavailable", error=str(exc))
+            await self._fallback.hold(quotas, seconds)
+
 
 class SharedTelegramPacer:
     """Telegram's per-bot (30/s), per-private-chat (1/s) and per-group (20/min) windows."""
@@ -70,6 +78,10 @@ class SharedTelegramPacer:
 
     async def try_now(self, chat_id: str) -> bool:
         return await self._shared.try_now(self._quotas(chat_id))
+
+    async def hold(self, chat_id: str, seconds: float) -> None:
+        """Telegram's 429 for a chat: that chat waits, in every process (not the whole bot)."""
+        await self._shared.hold(self._quotas(chat_id)[1:], seconds)
 
     def _quotas(self, chat_id: str) -> list[Quota]:
         rate = self._group if chat_id.startswith("-") else self._private

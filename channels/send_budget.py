@@ -104,6 +104,11 @@ class Pacer(Protocol):
         cosmetic updates (a streamed draft), which should yield the budget to real messages."""
         ...
 
+    async def hold(self, quotas: Sequence[Quota], seconds: float) -> None:
+        """The platform answered 429 "retry after `seconds`": no send in these windows until
+        then (in the fleet, for a shared pacer)."""
+        ...
+
 
 class LocalPacer:
     """Sliding windows of booked send times, counted by this process alone."""
@@ -155,6 +160,15 @@ class LocalPacer:
 
     async def try_now(self, quotas: Sequence[Quota]) -> bool:
         return self.reserve(quotas, most=0.0) is not None
+
+    async def hold(self, quotas: Sequence[Quota], seconds: float) -> None:
+        """Fill each window with `limit` slots that keep it full until `seconds` from now."""
+        now = self._clock()
+        for quota in quotas:
+            slots = self._window(quota, now)
+            until = now + seconds - quota.rate.seconds
+            for _ in range(quota.rate.limit):
+                bisect.insort(slots, until)
 
     def _window(self, quota: Quota, now: float) -> list[float]:
         """The scope's live slots (expired ones dropped), marked most recently used."""

@@ -7,7 +7,8 @@ channel, 50 requests a second per bot), so a fleet must count together. Each win
 `sb:pace:{<owner>}:<scope>` of reservation ids scored by the time (ms) they may send; `reserve`
 books the earliest time that fits every window it is given, in one script, and returns how long
 the caller waits. All windows of one owner share the `{<owner>}` hash tag. A reservation id
-makes a resend after a lost reply book nothing twice.
+makes a resend after a lost reply book nothing twice. A platform's 429 is told to the whole
+fleet with `hold`: placeholder members (`hold:<n>`) fill the windows until its retry-after ends.
 
 | key                          | type | value                              | TTL              |
 |------------------------------|------|------------------------------------|------------------|
@@ -63,6 +64,21 @@ end
 return at - now
 """
 
+# A platform's 429 ("retry after N s"), told to the whole fleet: `limit` placeholder bookings
+# scored so that the window is full until the hold ends (ZADD GT: a shorter hold never shortens
+# a longer one). KEYS: one zset per window. ARGV: now_ms, hold_ms, then (limit, window_ms).
+_HOLD = """
+local now, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+for i, key in ipairs(KEYS) do
+  local limit, span = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  for j = 1, limit do
+    redis.call('ZADD', key, 'GT', now + hold - span, 'hold:' .. j)
+  end
+  if redis.call('PTTL', key) < hold then redis.call('PEXPIRE', key, hold) end
+end
+return 1
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class SendWindow:
@@ -77,6 +93,7 @@ class SendWindows:
         self._keys = keys
         self._owner = owner
         self._reserve = client.register_script(_RESERVE)
+        self._hold = client.register_script(_HOLD)
 
     async def reserve(
         self, windows: Sequence[SendWindow], *, most_s: float | None = None
@@ -95,3 +112,14 @@ class SendWindows:
         if delay_ms == -1 and most_s is not None:
             return None
         return max(0.0, float(delay_ms) / 1000)
+
+    async def hold(self, windows: Sequence[SendWindow], seconds: float) -> None:
+        """No send in these windows, by any process, for `seconds` (a platform's retry-after)."""
+        args: list[object] = [int(time.time() * 1000), max(1, int(seconds * 1000))]
+        for window in windows:
+            args += [window.limit, int(window.seconds * 1000)]
+        keys = [self._keys.pace(self._owner, w.scope) for w in windows]
+        try:
+            await self._hold(keys=keys, args=args)
+        except RedisError as exc:
+            raise StorageError(f"send hold failed: {exc.__class__.__name__}") from None

@@ -98,7 +98,12 @@ class BotCalls:
         )
         async for attempt in retrying:
             with attempt:
-                result = await self.bot(method)
+                try:
+                    result = await self.bot(method)
+                except TelegramRetryAfter as exc:
+                    if pace is not None:  # the other processes hold this chat's sends too
+                        await self._pacer.hold(pace, float(exc.retry_after))
+                    raise
         return result
 
     async def html(

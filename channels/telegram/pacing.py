@@ -51,6 +51,10 @@ class Pacer(Protocol):
         """Book a send only if it may go at once (a draft yields to real messages)."""
         ...
 
+    async def hold(self, chat_id: str, seconds: float) -> None:
+        """Telegram answered 429 "retry after `seconds`" for this chat: hold its sends."""
+        ...
+
 
 class ChatPacer:
     def __init__(
@@ -79,13 +83,7 @@ class ChatPacer:
         `only_now`, a slot that is not free at once is not booked (None)."""
         window = self._window(chat_id)
         now = self._clock()
-        slots = self._slots.get(chat_id)
-        if slots is None:
-            slots = self._slots[chat_id] = deque()
-            if len(self._slots) > self._max_chats:
-                self._slots.popitem(last=False)
-        else:
-            self._slots.move_to_end(chat_id)
+        slots = self._chat_slots(chat_id)
         while slots and slots[0] <= now - window.seconds:
             slots.popleft()
         at = now if len(slots) < window.limit else max(now, slots[-window.limit] + window.seconds)
@@ -105,6 +103,26 @@ class ChatPacer:
 
     async def try_now(self, chat_id: str) -> bool:
         return self.reserve(chat_id, only_now=True) is not None
+
+    async def hold(self, chat_id: str, seconds: float) -> None:
+        """Fill the chat's window so its next send waits until `seconds` from now."""
+        window = self._window(chat_id)
+        slots = self._chat_slots(chat_id)
+        until = self._clock() + seconds - window.seconds
+        merged = sorted([*slots, *([until] * window.limit)])
+        slots.clear()
+        slots.extend(merged)
+
+    def _chat_slots(self, chat_id: str) -> deque[float]:
+        """The chat's booked send times, marked most recently used (the table stays bounded)."""
+        slots = self._slots.get(chat_id)
+        if slots is None:
+            slots = self._slots[chat_id] = deque()
+            if len(self._slots) > self._max_chats:
+                self._slots.popitem(last=False)
+        else:
+            self._slots.move_to_end(chat_id)
+        return slots
 
     def _window(self, chat_id: str) -> Window:
         # Telegram user (private chat) ids are positive; group and channel ids are negative.

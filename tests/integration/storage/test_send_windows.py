@@ -47,3 +47,16 @@ async def test_a_send_that_may_not_wait_books_nothing_when_the_window_is_full(
     assert await windows.reserve([chat], most_s=0.0) is None
     assert await redis.zcard(keys.pace("tg:1", "c:7")) == 1  # the refused one left no slot
     assert await windows.reserve([chat]) == pytest.approx(10.0, abs=0.2)
+
+
+async def test_a_hold_keeps_every_process_out_of_the_window_until_it_ends(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    first = SendWindows(redis, keys=keys, owner="tg:1")
+    second = SendWindows(redis, keys=keys, owner="tg:1")
+    group = SendWindow("c:-100", limit=20, seconds=60.0)
+    await first.hold([group], 5.0)
+    assert await second.reserve([group]) == pytest.approx(5.0, abs=0.2)
+    await first.hold([group], 1.0)  # a shorter hold never shortens a longer one
+    assert await second.reserve([group], most_s=0.0) is None
+    assert 0 < await redis.pttl(keys.pace("tg:1", "c:-100")) <= 65_000

@@ -67,6 +67,16 @@ async def test_a_cosmetic_call_takes_a_free_slot_or_yields_without_booking() -> 
     assert clock.now - started == 1.0
 
 
+async def test_a_hold_fills_the_window_until_it_ends() -> None:
+    clock = Clock()
+    pacer = LocalPacer(clock=clock)
+    channel = [Quota("c:1", FIVE_PER_FIVE)]
+    await pacer.hold(channel, 3.0)
+    assert pacer.reserve(channel) == 3.0
+    clock.now += 3.0
+    assert pacer.reserve(channel) == 0.0  # the hold has ended
+
+
 def test_scopes_have_separate_windows() -> None:
     pacer = LocalPacer(clock=Clock())
     assert pacer.reserve([Quota("c:1", ONE_A_SECOND)]) == 0.0

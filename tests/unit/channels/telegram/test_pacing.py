@@ -73,3 +73,12 @@ async def test_try_now_takes_a_free_slot_and_leaves_a_taken_one_alone() -> None:
     assert await pacer.try_now("7") is False
     assert pacer.reserve("7") == 1.0  # the refused try booked nothing
     assert await pacer.try_now("8") is True
+
+
+async def test_a_hold_makes_the_chats_next_send_wait_until_it_ends() -> None:
+    clock = Clock()
+    pacer = ChatPacer(clock=clock)
+    assert pacer.reserve("-100") == 0.0
+    await pacer.hold("-100", 7.0)  # a group: 20 a minute, all of them held
+    assert pacer.reserve("-100") == 7.0
+    assert pacer.reserve("7") == 0.0  # other chats are not held
