@@ -131,6 +131,10 @@ class LocalPacer:
         """Scopes whose windows are held (at most `max_scopes`)."""
         return len(self._slots)
 
+    def scopes(self) -> list[str]:
+        """The scopes whose windows are held, least recently used first."""
+        return list(self._slots)
+
     def reserve(self, quotas: Sequence[Quota], *, most: float | None = None) -> float | None:
         """Book one send in every quota's window; seconds to wait before sending. With `most`,
         a send that would wait longer books nothing and gets None."""

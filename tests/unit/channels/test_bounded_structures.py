@@ -35,7 +35,7 @@ def test_pacer_drops_the_least_recently_used_chat_first() -> None:
         pacer.reserve(chat)
     pacer.reserve("1")  # used again: now the most recent
     pacer.reserve("4")
-    assert list(pacer._slots) == ["3", "1", "4"]
+    assert pacer.chats() == ["3", "1", "4"]
 
 
 def test_pacer_default_bound_holds_for_more_chats_than_it() -> None:

@@ -63,7 +63,7 @@ def test_idle_chats_are_forgotten() -> None:
     clock.now += 120
     for _ in range(256):
         pacer.reserve("1")
-    assert set(pacer._slots) == {"1"}
+    assert set(pacer.chats()) == {"1"}
 
 
 async def test_try_now_takes_a_free_slot_and_leaves_a_taken_one_alone() -> None:
