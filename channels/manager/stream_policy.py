@@ -7,11 +7,12 @@ about 0.15 ms of CPU per chunk, against one parse for a whole reply), which on a
 pure overhead, nearly half a turn's CPU (`bench/bot_floor.py --slow-model` shows both cases).
 
 So a worker streams while replies are slow enough to be seen streaming: it streams until it has
-seen `warmup` replies, and then as long as one of its last `window` replies took `after_s` or
-more. A hosted LLM writing a paragraph takes seconds, so its turns always stream; a fast local
-model, or replies of a few words, are sent whole without the per-token cost. The price: on a
-worker whose recent replies were all fast, one unexpectedly slow reply shows the typing hint
-instead of a stream, and the replies after it stream again.
+seen `warmup` replies, and then as long as at least a quarter of its last `window` replies took
+`after_s` or more. A hosted LLM writing a paragraph takes seconds, so its turns always stream; a
+fast local model, or replies of a few words, are sent whole without the per-token cost. A lone
+slow turn (the process's first, with its imports and connections; a garbage-collection pause
+under load) does not switch streaming on. The price: where fewer than one reply in four is slow,
+those replies show the typing hint instead of a stream.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class StreamPolicy:
     def wanted(self) -> bool:
         if self._after_s <= 0:
             return True  # every reply is shown as it is written
-        return len(self._recent) < self._warmup or self._slow > 0
+        return len(self._recent) < self._warmup or self._slow * 4 >= len(self._recent)
 
     def record(self, seconds: float) -> None:
         """How long a finished run took to write its reply."""
