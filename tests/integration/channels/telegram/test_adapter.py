@@ -31,16 +31,6 @@ FORUM_ID = -100456
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def stack(fake: FakeTelegram, make_manager) -> AsyncIterator[tuple[Manager, TelegramAdapter]]:  # type: ignore[no-untyped-def]
     manager = await make_manager()
     adapter = TelegramAdapter(token=TOKEN, deliver=manager.deliver, api_base=fake.base_url)

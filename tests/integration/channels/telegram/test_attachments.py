@@ -21,16 +21,6 @@ REPORT = "Quarterly revenue grew by nine percent overall this year"
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def stack(fake: FakeTelegram, make_manager) -> AsyncIterator[tuple[Manager, TelegramAdapter]]:  # type: ignore[no-untyped-def]
     manager = await make_manager(max_attachment_mb=0.05)  # 51 KiB: small enough to exceed
     adapter = TelegramAdapter(token=TOKEN, deliver=manager.deliver, api_base=fake.base_url)

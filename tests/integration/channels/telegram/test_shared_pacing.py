@@ -21,16 +21,6 @@ ANN = FakeTelegram.user(7, "Ann")
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def two(
     fake: FakeTelegram, redis: aioredis.Redis, keys: Keys
 ) -> AsyncIterator[tuple[TelegramAdapter, TelegramAdapter]]:

@@ -30,16 +30,6 @@ async def no_deliver(msg: object) -> None:
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
     adapter = TelegramAdapter(token=TOKEN, deliver=no_deliver, api_base=fake.base_url)
     await adapter.start(receive=False)

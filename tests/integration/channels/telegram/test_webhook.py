@@ -23,16 +23,6 @@ ANN = FakeTelegram.user(7, "Ann")
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def hook(
     fake: FakeTelegram, make_manager
 ) -> AsyncIterator[tuple[Manager, httpx.AsyncClient]]:  # type: ignore[no-untyped-def]
