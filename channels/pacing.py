@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from channels.send_budget import LocalPacer, Pacer, Quota, Rate
+from channels.send_budget import LocalPacer, Pacer, Quota
 from storage import SendWindow, SendWindows
 from switchboard.errors import StorageError
 
@@ -33,9 +33,8 @@ class SharedPacer:
         self._fallback = fallback or LocalPacer()
 
     async def wait(self, quotas: Sequence[Quota]) -> None:
-        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
         try:
-            delay = await self._windows.reserve(booked)
+            delay = await self._windows.reserve(_windows(quotas))
         except StorageError as exc:
             _log.warning("pacing.shared_unavailable", error=str(exc))
             await self._fallback.wait(quotas)
@@ -44,17 +43,15 @@ class SharedPacer:
             await asyncio.sleep(delay)
 
     async def try_now(self, quotas: Sequence[Quota]) -> bool:
-        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
         try:
-            return await self._windows.reserve(booked, most_s=0.0) is not None
+            return await self._windows.reserve(_windows(quotas), most_s=0.0) is not None
         except StorageError as exc:
             _log.warning("pacing.shared_unavailable", error=str(exc))
             return await self._fallback.try_now(quotas)
 
     async def hold(self, quotas: Sequence[Quota], seconds: float) -> None:
-        booked = [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]
         try:
-            await self._windows.hold(booked, seconds)
+            await self._windows.hold(_windows(quotas), seconds)
         except StorageError as exc:
             _log.warning("pacing.shared_unavailable", error=str(exc))
             await self._fallback.hold(quotas, seconds)
@@ -69,9 +66,9 @@ class SharedTelegramPacer:
         from channels.telegram.pacing import BOT, GROUP, PRIVATE
 
         self._shared = SharedPacer(windows)
-        self._bot = Quota("all", Rate(BOT.limit, BOT.seconds))
-        self._private = Rate(PRIVATE.limit, PRIVATE.seconds)
-        self._group = Rate(GROUP.limit, GROUP.seconds)
+        self._bot = Quota("all", BOT)
+        self._private = PRIVATE
+        self._group = GROUP
 
     async def wait(self, chat_id: str) -> None:
         await self._shared.wait(self._quotas(chat_id))
@@ -86,3 +83,7 @@ class SharedTelegramPacer:
     def _quotas(self, chat_id: str) -> list[Quota]:
         rate = self._group if chat_id.startswith("-") else self._private
         return [self._bot, Quota(f"c:{chat_id}", rate)]
+
+
+def _windows(quotas: Sequence[Quota]) -> list[SendWindow]:
+    return [SendWindow(q.scope, q.rate.limit, q.rate.seconds) for q in quotas]

@@ -27,10 +27,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 __all__ = [
     "MAX_SCOPES",
+    "Books",
     "BudgetBusy",
     "LocalPacer",
     "Pacer",
@@ -69,13 +70,24 @@ def is_cosmetic() -> bool:
     return _cosmetic.get()
 
 
-async def book(pacer: Pacer, quotas: Sequence[Quota]) -> None:
-    """Wait for the quotas' budget; inside `cosmetic()`, take it only if free now, else raise
-    `BudgetBusy` (nothing booked)."""
+_K = TypeVar("_K", contravariant=True)
+
+
+class Books(Protocol[_K]):
+    """Anything that books sends by some key: a `Pacer` by its quotas, Telegram's per chat."""
+
+    async def wait(self, key: _K, /) -> None: ...
+
+    async def try_now(self, key: _K, /) -> bool: ...
+
+
+async def book(pacer: Books[_K], key: _K) -> None:
+    """Wait for the budget `key` names; inside `cosmetic()`, take it only if free now, else
+    raise `BudgetBusy` (nothing booked)."""
     if not is_cosmetic():
-        await pacer.wait(quotas)
-    elif not await pacer.try_now(quotas):
-        raise BudgetBusy(",".join(q.scope for q in quotas))
+        await pacer.wait(key)
+    elif not await pacer.try_now(key):
+        raise BudgetBusy(str(key))
 
 
 @dataclass(frozen=True, slots=True)

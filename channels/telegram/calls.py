@@ -39,7 +39,7 @@ from aiogram.methods.base import Response
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from channels.adapter import Chunk
-from channels.send_budget import BudgetBusy, is_cosmetic
+from channels.send_budget import book
 from channels.telegram.errors import is_entity_error, translate
 from channels.telegram.pacing import ChatPacer, Pacer
 
@@ -85,10 +85,7 @@ class BotCalls:
         """One Bot API call, paced for chat `pace` (sends and edits), retried after 429s. A
         partial update of a stream (`cosmetic()`) goes only if the budget has room now."""
         if pace is not None:
-            if not is_cosmetic():
-                await self._pacer.wait(pace)
-            elif not await self._pacer.try_now(pace):
-                raise BudgetBusy(method.__api_method__)
+            await book(self._pacer, pace)
         retrying = AsyncRetrying(
             retry=retry_if_exception(_is_short_flood_wait),
             wait=_retry_after,

@@ -60,7 +60,6 @@ class ChatPacer:
     ) -> None:
         self._private = private
         self._group = group
-        self._sleep = sleep
         self._windows = LocalPacer(clock=clock, sleep=sleep, max_scopes=max_chats)
 
     def __len__(self) -> int:
