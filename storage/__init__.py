@@ -40,7 +40,7 @@ from storage.ratelimit import RateDecision, RateLimiter
 from storage.remote_threads import RemoteThreads
 from storage.send_windows import SendWindow, SendWindows
 from storage.thread_map import THREAD_TTL_S, ThreadMap
-from storage.thread_queue import QUEUE_CAP, QueuedItem, Slot, SlotState, ThreadQueue
+from storage.thread_queue import QUEUE_CAP, Ledger, QueuedItem, Slot, SlotState, ThreadQueue
 from storage.usage import (
     TURN_MARK_TTL_S,
     UsageLedger,
@@ -78,6 +78,7 @@ __all__ = [
     "InvalidAccountName",
     "Keys",
     "Leases",
+    "Ledger",
     "Link",
     "LinkError",
     "LinkKind",

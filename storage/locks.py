@@ -4,11 +4,13 @@ Taken by `ThreadQueue.submit`/`resume` together with the queue. Value: a random 
 holder's fencing token (the checkpoint write checks it). A holder extends the TTL while it works; if it dies the lock frees itself
 after `LOCK_TTL_S`. Release and extend are token-checked in Lua so a holder that lost the lock can
 never free someone else's.
-The stop flag (`/stop` from any process) is a string `"1"` the holder polls while extending.
+The stop flag (`/stop` from any process) is a string `"1"` the holder polls while extending; a
+holder that takes it overwrites it with its beat id, so the take is idempotent under a resend.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import redis.asyncio as redis
@@ -36,11 +38,19 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 # A holder that lost the lock must not take the stop flag: it belongs to the new holder's turn.
+# Taking a stop marks it with the beat (ARGV[3], unique per call) instead of deleting it, so a
+# resend of the same call after a lost reply (redis-py retries once) sees the stop again, while
+# the next beat does not.
 _KEEP = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local stop = redis.call('GETDEL', KEYS[2]) and 1 or 0
-return {1, stop}
+local stop = redis.call('GET', KEYS[2])
+if stop == '1' then
+  redis.call('SET', KEYS[2], ARGV[3], 'KEEPTTL')
+  return {1, 1}
+end
+if stop == ARGV[3] then return {1, 1} end
+return {1, 0}
 """
 
 
@@ -71,7 +81,7 @@ class ThreadLocks:
         try:
             held, stop = await self._keep(
                 keys=[self._keys.lock(lock.thread_id), self._keys.stop(lock.thread_id)],
-                args=[lock.token, lock_ms(lock.ttl_s)],
+                args=[lock.token, lock_ms(lock.ttl_s), f"beat:{secrets.token_hex(6)}"],
             )
         except RedisError as exc:
             raise StorageError(f"lock keep failed: {exc.__class__.__name__}") from None

@@ -11,6 +11,19 @@ is answered, and nothing answered is answered again (`done` remembers answered e
 | `sb:{<thread>}:q`       | zset   | inbox entry ids, score 0 (lexical = arrival)   | 1 day, on each write |
 | `sb:{<thread>}:qmsg`    | hash   | entry id → the message (JSON, channel-owned)   | 1 day, on each write |
 | `sb:{<thread>}:done`    | zset   | answered entry id → when (unix s)              | 1 day, trimmed       |
+| `sb:{<thread>}:tries`   | hash   | entry id → `<takes>|<token>` (batch front)     | 1 day, on each write |
+| `sb:{<thread>}:ledger`  | hash   | `rec` → the batch's recorded reply (channel-owned bytes); `r:<n>` → receipt of piece n | 1 day |
+
+**Attempts.** Each take of the lock (submit, resume, or finish moving on to the next batch)
+counts one attempt for the queue's front entry, once per token (a resend counts nothing), so the
+manager can give up on a batch that keeps failing or crashing its worker; `finish` forgets the
+counts of what it answered.
+
+**Reply ledger.** Before the first send of a batch's answer, the holder records the answer
+(`record`, fenced by the lock token), and each piece the platform accepted gets a receipt. A
+batch taken again after a crash, a lost lock or a Redis error comes back with the ledger, so its
+holder sends only the pieces without a receipt and never runs the model again. `finish` deletes
+the ledger with the batch, atomically.
 
 `submit` also takes the lock when it is free and, with it, clears a stale `/stop` request and the
 loop warnings of earlier runs (no run of this thread is active once the lock is ours); it returns
@@ -36,6 +49,7 @@ __all__ = [
     "DONE_TTL_S",
     "QUEUE_CAP",
     "QUEUE_TTL_S",
+    "Ledger",
     "QueuedItem",
     "Slot",
     "SlotState",
@@ -65,11 +79,32 @@ local function queue()
     out[#out + 1] = id
     out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
   end
-  return out
+  return out, ids[1]
+end
+-- One more attempt for the front entry, counted once per token.
+local function attempt(front, token, ttl)
+  if not front then return 0 end
+  local raw = redis.call('HGET', KEYS[8], front)
+  local n, last = 0, ''
+  if raw then
+    local sep = string.find(raw, '|', 1, true)
+    if sep then n, last = tonumber(string.sub(raw, 1, sep - 1)) or 0, string.sub(raw, sep + 1) end
+  end
+  if last ~= token then
+    n = n + 1
+    redis.call('HSET', KEYS[8], front, n .. '|' .. token)
+    redis.call('EXPIRE', KEYS[8], ttl)
+  end
+  return n
+end
+local function taken(token, ttl)
+  local items, front = queue()
+  return {'run', redis.call('ZCARD', KEYS[2]), items, redis.call('GET', KEYS[6]),
+          attempt(front, token, ttl), redis.call('HGETALL', KEYS[9])}
 end
 """
-# KEYS: lock q qmsg done stop question warnruns. ARGV: token ttl_ms entry payload cap
-# warn_prefix queue_ttl queue_if_busy. Returns {state, depth, queue, question}.
+# KEYS: lock q qmsg done stop question warnruns tries ledger. ARGV: token ttl_ms entry payload cap
+# warn_prefix queue_ttl queue_if_busy. Returns {state, depth, queue, question, attempt, ledger}.
 _SUBMIT = (
     _TAKE
     + """
@@ -91,10 +126,11 @@ if holder and holder ~= ARGV[1] then
   return {'queued', redis.call('ZCARD', KEYS[2]), {}, false}
 end
 if not holder then take_lock(ARGV[1], ARGV[2], ARGV[6]) end
-return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+return taken(ARGV[1], ARGV[7])
 """
 )
-# KEYS as submit. ARGV: token ttl_ms warn_prefix. The lock for a queue whose holder went away.
+# KEYS as submit. ARGV: token ttl_ms warn_prefix queue_ttl. The lock for a queue whose holder
+# went away.
 _RESUME = (
     _TAKE
     + """
@@ -102,11 +138,12 @@ if redis.call('ZCARD', KEYS[2]) == 0 then return {'empty', 0, {}, false} end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return {'busy', redis.call('ZCARD', KEYS[2]), {}, false} end
 if not holder then take_lock(ARGV[1], ARGV[2], ARGV[3]) end
-return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+return taken(ARGV[1], ARGV[4])
 """
 )
 # KEYS as submit. ARGV: token ttl_ms now answered_question_id done_ttl answered ids...
-# Marks the batch answered and returns what queued meanwhile, or releases the lock.
+# Marks the batch answered (its attempts and ledger go with it) and returns what queued
+# meanwhile, or releases the lock.
 _FINISH = (
     _TAKE
     + """
@@ -123,6 +160,7 @@ if holder ~= ARGV[1] then
       fresh = fresh + 1
       redis.call('ZREM', KEYS[2], id)
       redis.call('HDEL', KEYS[3], id)
+      redis.call('HDEL', KEYS[8], id)
       redis.call('ZADD', KEYS[4], now, id)
     end
   end
@@ -135,8 +173,10 @@ end
 for _, id in ipairs(answered) do
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[8], id)
   redis.call('ZADD', KEYS[4], now, id)
 end
+redis.call('DEL', KEYS[9])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[5]))
 redis.call('EXPIRE', KEYS[4], ARGV[5])
 if ARGV[4] ~= '' then
@@ -153,9 +193,24 @@ if redis.call('ZCARD', KEYS[2]) == 0 then
   return {'released', 0, {}, false}
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {'run', redis.call('ZCARD', KEYS[2]), queue(), redis.call('GET', KEYS[6])}
+return taken(ARGV[1], ARGV[5])
 """
 )
+# KEYS: lock ledger. ARGV: token record ttl. The holder's answer for its batch, before any send.
+_RECORD = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'rec', ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return 1
+"""
+# KEYS: ledger. ARGV: field value pairs. A sent piece is a fact whoever holds the lock now, but a
+# ledger already finished (deleted) is not brought back.
+_RECEIPT = """
+if redis.call('HEXISTS', KEYS[1], 'rec') == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+"""
 
 
 class SlotState(StrEnum):
@@ -176,12 +231,22 @@ class QueuedItem:
 
 
 @dataclass(frozen=True, slots=True)
+class Ledger:
+    """A batch's recorded answer (opaque to storage) and the receipts of the pieces sent."""
+
+    record: bytes
+    receipts: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Slot:
     state: SlotState
     depth: int = 0
     lock: Lock | None = None
     items: list[QueuedItem] = field(default_factory=list)
     question: PendingQuestion | None = None
+    attempt: int = 0  # RUN: how often the front entry's batch was taken, this time included
+    ledger: Ledger | None = None  # RUN: the answer recorded by an earlier attempt, if any
 
 
 def sortable_entry_id(entry_id: str) -> str:
@@ -213,6 +278,8 @@ class ThreadQueue:
         self._submit = client.register_script(_SUBMIT)
         self._resume = client.register_script(_RESUME)
         self._finish = client.register_script(_FINISH)
+        self._record = client.register_script(_RECORD)
+        self._receipt = client.register_script(_RECEIPT)
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         k = self._keys
@@ -224,6 +291,8 @@ class ThreadQueue:
             k.stop(thread_id),
             k.question(thread_id),
             k.warning_runs(thread_id),
+            k.thread(thread_id, "tries"),
+            k.thread(thread_id, "ledger"),
         ]
 
     async def submit(
@@ -260,7 +329,7 @@ class ThreadQueue:
             "resume",
             self._resume,
             thread_id,
-            [token, lock_ms(self.lock_ttl_s), self._keys.warnings(thread_id, "")],
+            [token, lock_ms(self.lock_ttl_s), self._keys.warnings(thread_id, ""), QUEUE_TTL_S],
         )
         return self._slot(thread_id, token, raw)
 
@@ -283,6 +352,34 @@ class ThreadQueue:
         )
         return self._slot(lock.thread_id, lock.token, raw)
 
+    async def record(self, lock: Lock, record: bytes) -> bool:
+        """Record the batch's answer before its first send; False if the lock is no longer
+        ours (the answer must not be sent then)."""
+        try:
+            return bool(
+                await self._record(
+                    keys=[self._keys.lock(lock.thread_id), self._ledger_key(lock.thread_id)],
+                    args=[lock.token, record, QUEUE_TTL_S],
+                )
+            )
+        except RedisError as exc:
+            raise StorageError(f"ledger record failed: {exc.__class__.__name__}") from None
+
+    async def receipt(self, thread_id: str, sent: dict[int, str]) -> None:
+        """Record that pieces were accepted by the platform (piece index → message ids)."""
+        if not sent:
+            return
+        args: list[str] = []
+        for index, ids in sent.items():
+            args += [f"r:{index}", ids]
+        try:
+            await self._receipt(keys=[self._ledger_key(thread_id)], args=args)
+        except RedisError as exc:
+            raise StorageError(f"ledger receipt failed: {exc.__class__.__name__}") from None
+
+    def _ledger_key(self, thread_id: str) -> str:
+        return self._keys.thread(thread_id, "ledger")
+
     async def state(self, thread_id: str) -> ThreadState:
         """For `/status`: one pipelined round trip, no script."""
         k = self._keys
@@ -303,11 +400,26 @@ class ThreadQueue:
             raise StorageError(f"thread {what} failed: {exc.__class__.__name__}") from None
 
     def _slot(self, thread_id: str, token: str, raw: list) -> Slot:  # type: ignore[type-arg]
-        state_raw, depth, flat, question_raw = raw
+        state_raw, depth, flat, question_raw = raw[:4]
         state = SlotState(state_raw.decode() if isinstance(state_raw, bytes) else state_raw)
         items = [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
         lock = Lock(thread_id, token, self.lock_ttl_s) if state is SlotState.RUN else None
-        return Slot(state, int(depth), lock, items, parse_question(question_raw or None))
+        attempt = int(raw[4]) if len(raw) > 4 else 0
+        ledger = _ledger(raw[5]) if len(raw) > 5 else None
+        question = parse_question(question_raw or None)
+        return Slot(state, int(depth), lock, items, question, attempt, ledger)
+
+
+def _ledger(flat: list) -> Ledger | None:  # type: ignore[type-arg]
+    fields = {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+    record = fields.pop("rec", None)
+    if record is None:
+        return None
+    receipts: dict[int, str] = {}
+    for name, value in fields.items():
+        if name.startswith("r:") and name[2:].isdigit():
+            receipts[int(name[2:])] = _text(value)
+    return Ledger(bytes(record), receipts)
 
 
 def _text(value: bytes | str) -> str:

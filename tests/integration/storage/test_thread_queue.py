@@ -427,10 +427,14 @@ async def test_every_key_written_has_a_ttl_and_the_threads_hash_tag(
     first = await _submit(queue, "1-0", "tok-a")
     assert first.lock is not None
     await _submit(queue, "2-0", "tok-b")
-    await queue.finish(first.lock, _ids(first))  # lock, q, qmsg and done all exist now
+    second = await queue.finish(first.lock, _ids(first))  # lock, q, qmsg, done, tries exist now
+    assert second.lock is not None
+    assert await queue.record(second.lock, b"answer")
+    await queue.receipt(T, {0: "m1"})
 
     written = sorted([k.decode() async for k in redis.scan_iter(match=f"{prefix}*")])
     expected = {keys.lock(T), keys.thread(T, "q"), keys.thread(T, "qmsg"), keys.thread(T, "done")}
+    expected |= {keys.thread(T, "tries"), keys.thread(T, "ledger")}
     assert set(written) == expected
     for key in written:
         # the cluster hash tag is the text between the first "{" and the next "}"
