@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
 
@@ -129,7 +130,7 @@ class Accounts:
                 args=[name, digest, repr(time.time())],
             )
         except RedisError as exc:
-            raise StorageError(f"account create failed: {exc.__class__.__name__}") from None
+            raise storage_error("account create", exc) from None
         if not created:
             raise AccountExists(f"account {name!r} already exists")
         return key
@@ -140,7 +141,7 @@ class Accounts:
         try:
             raw = await self._r.hgetall(self._keys.account(name))
         except RedisError as exc:
-            raise StorageError(f"account read failed: {exc.__class__.__name__}") from None
+            raise storage_error("account read", exc) from None
         return _decode(raw)
 
     async def list(self) -> list[Account]:
@@ -152,7 +153,7 @@ class Accounts:
                     pipe.hgetall(self._keys.account(name.decode()))
                 rows = await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"account list failed: {exc.__class__.__name__}") from None
+            raise storage_error("account list", exc) from None
         return [a for a in (_decode(row) for row in rows) if a is not None]
 
     async def revoke(self, name: str) -> Account:
@@ -168,7 +169,7 @@ class Accounts:
                 args=[digest, repr(time.time())],
             )
         except RedisError as exc:
-            raise StorageError(f"account revoke failed: {exc.__class__.__name__}") from None
+            raise storage_error("account revoke", exc) from None
         if int(code) == 0:
             raise AccountNotFound(f"no account named {name!r}")
         if int(code) == 2:
@@ -186,7 +187,7 @@ class Accounts:
         try:
             name = await self._r.get(self._keys.api_key(_digest(key)))
         except RedisError as exc:
-            raise StorageError(f"authentication failed: {exc.__class__.__name__}") from None
+            raise storage_error("authentication", exc) from None
         if name is None:
             return None
         account = await self.get(name.decode())

@@ -59,6 +59,7 @@ from langgraph.checkpoint.base import (
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from switchboard.errors import StorageError
 
@@ -259,7 +260,7 @@ def _redis_errors(op: str) -> Iterator[None]:
     try:
         yield
     except RedisError as exc:
-        raise StorageError(f"checkpoint {op} failed: {exc.__class__.__name__}") from None
+        raise storage_error(f"checkpoint {op}", exc) from None
 
 
 def _plain(value: object, what: str) -> str:

@@ -15,8 +15,8 @@ from enum import StrEnum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["DEDUPE_TTL_S", "Claim", "Dedupe"]
 
@@ -68,7 +68,7 @@ class Dedupe:
                 keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
         except RedisError as exc:
-            raise StorageError(f"dedupe claim failed: {exc.__class__.__name__}") from None
+            raise storage_error("dedupe claim", exc) from None
         return Claim(raw.decode() if isinstance(raw, bytes) else raw)
 
     async def finish(
@@ -80,4 +80,4 @@ class Dedupe:
                 keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
         except RedisError as exc:
-            raise StorageError(f"dedupe finish failed: {exc.__class__.__name__}") from None
+            raise storage_error("dedupe finish", exc) from None

@@ -17,9 +17,9 @@ from __future__ import annotations
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from storage.locks import lock_ms
-from switchboard.errors import StorageError
 
 __all__ = ["LEASE_TTL_S", "Leases"]
 
@@ -77,24 +77,24 @@ class Leases:
         try:
             return int(await self._beat(keys=[key], args=[member, lock_ms(self.ttl_s)]))
         except RedisError as exc:
-            raise StorageError(f"lease beat failed: {exc.__class__.__name__}") from None
+            raise storage_error("lease beat", exc) from None
 
     async def leave(self, group: str, member: str) -> None:
         """Stop counting `member` at once (a clean shutdown), so the others' shares grow now."""
         try:
             await self._r.zrem(self._keys.lease_members(group), member)
         except RedisError as exc:
-            raise StorageError(f"lease leave failed: {exc.__class__.__name__}") from None
+            raise storage_error("lease leave", exc) from None
 
     async def holder(self, name: str) -> str | None:
         try:
             raw = await self._r.get(self._keys.lease(name))
         except RedisError as exc:
-            raise StorageError(f"lease read failed: {exc.__class__.__name__}") from None
+            raise storage_error("lease read", exc) from None
         return raw.decode() if isinstance(raw, bytes) else raw
 
     async def _run(self, what: str, script, name: str, args: list) -> bool:  # type: ignore[no-untyped-def]
         try:
             return bool(await script(keys=[self._keys.lease(name)], args=args))
         except RedisError as exc:
-            raise StorageError(f"lease {what} failed: {exc.__class__.__name__}") from None
+            raise storage_error(f"lease {what}", exc) from None

@@ -33,6 +33,7 @@ from enum import StrEnum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
 
@@ -330,7 +331,7 @@ class Links:
                 args=args,
             )
         except RedisError as exc:
-            raise StorageError(f"link token create failed: {exc.__class__.__name__}") from None
+            raise storage_error("link token create", exc) from None
         if not int(ok):
             raise LinkRateLimited(
                 "too many link requests", retry_after=float(max(1, int(retry_after)))
@@ -356,7 +357,7 @@ class Links:
                 self._keys.link_pending(raw["kind"], raw["platform"], raw["target_id"])
             )
         except RedisError as exc:
-            raise StorageError(f"link token read failed: {exc.__class__.__name__}") from None
+            raise storage_error("link token read", exc) from None
         if raw.get("status") == "used":
             state = TokenState.USED
         elif float(raw["expires_at"]) <= self._clock():
@@ -410,7 +411,7 @@ class Links:
                 ],
             )
         except RedisError as exc:
-            raise StorageError(f"link confirm failed: {exc.__class__.__name__}") from None
+            raise storage_error("link confirm", exc) from None
         outcome = outcome.decode() if isinstance(outcome, bytes) else str(outcome)
         what = "workspace" if tkind == LinkKind.SERVER else "user"
         if outcome == "ok":
@@ -435,7 +436,7 @@ class Links:
         try:
             raw = await self._r.hgetall(self._keys.link_token(token))
         except RedisError as exc:
-            raise StorageError(f"link token read failed: {exc.__class__.__name__}") from None
+            raise storage_error("link token read", exc) from None
         fields = _fields(raw)
         if not all(k in fields for k in ("kind", "platform", "target_id", "expires_at")):
             raise TokenNotFound("unknown link token")
@@ -455,21 +456,21 @@ class Links:
         try:
             return bool(await self._r.exists(key))
         except RedisError as exc:
-            raise StorageError(f"link check failed: {exc.__class__.__name__}") from None
+            raise storage_error("link check", exc) from None
 
     async def link_for(self, kind: LinkKind, platform: str, target_id: str) -> Link | None:
         """The link covering this workspace (server) or user (user), if any."""
         try:
             link_id = await self._r.hget(self._keys.linked(kind, platform, target_id), "link_id")
         except RedisError as exc:
-            raise StorageError(f"link read failed: {exc.__class__.__name__}") from None
+            raise storage_error("link read", exc) from None
         return None if link_id is None else await self._link(link_id.decode())
 
     async def _link(self, link_id: str) -> Link | None:
         try:
             raw = await self._r.hgetall(self._keys.link(link_id))
         except RedisError as exc:
-            raise StorageError(f"link read failed: {exc.__class__.__name__}") from None
+            raise storage_error("link read", exc) from None
         return _link_from(raw)
 
     async def list(self, account: str | None = None) -> list[Link]:
@@ -482,7 +483,7 @@ class Links:
                     pipe.hgetall(self._keys.link(link_id.decode()))
                 rows = await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"link list failed: {exc.__class__.__name__}") from None
+            raise storage_error("link list", exc) from None
         found = [link for link in (_link_from(row) for row in rows) if link is not None]
         return sorted(found, key=lambda link: (link.created_at, link.id))
 
@@ -524,5 +525,5 @@ class Links:
                 args=[link.id, account, owner],
             )
         except RedisError as exc:
-            raise StorageError(f"link delete failed: {exc.__class__.__name__}") from None
+            raise storage_error("link delete", exc) from None
         return int(code)

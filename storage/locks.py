@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks", "lock_ms"]
 
@@ -84,7 +84,7 @@ class ThreadLocks:
                 args=[lock.token, lock_ms(lock.ttl_s), f"beat:{secrets.token_hex(6)}"],
             )
         except RedisError as exc:
-            raise StorageError(f"lock keep failed: {exc.__class__.__name__}") from None
+            raise storage_error("lock keep", exc) from None
         return bool(held), bool(stop)
 
     async def release(self, lock: Lock) -> bool:
@@ -93,7 +93,7 @@ class ThreadLocks:
                 await self._release(keys=[self._keys.lock(lock.thread_id)], args=[lock.token])
             )
         except RedisError as exc:
-            raise StorageError(f"lock release failed: {exc.__class__.__name__}") from None
+            raise storage_error("lock release", exc) from None
 
     async def request_stop(self, thread_id: str) -> bool:
         """Ask the holder (in any process) to cancel its turn; False if nothing is running."""
@@ -104,4 +104,4 @@ class ThreadLocks:
                 )
             )
         except RedisError as exc:
-            raise StorageError(f"stop request failed: {exc.__class__.__name__}") from None
+            raise storage_error("stop request", exc) from None

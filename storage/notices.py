@@ -9,8 +9,8 @@ from __future__ import annotations
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["NOTICE_TTL_S", "NoticeLimiter"]
 
@@ -32,4 +32,4 @@ class NoticeLimiter:
                 )
             )
         except RedisError as exc:
-            raise StorageError(f"notice claim failed: {exc.__class__.__name__}") from None
+            raise storage_error("notice claim", exc) from None

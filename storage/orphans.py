@@ -15,8 +15,8 @@ import time
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["Orphans"]
 
@@ -39,7 +39,7 @@ class Orphans:
         try:
             await self._r.zadd(self._key, {thread_id: time.time() + self.grace_s}, gt=True)
         except RedisError as exc:
-            raise StorageError(f"orphan watch failed: {exc.__class__.__name__}") from None
+            raise storage_error("orphan watch", exc) from None
 
     async def due(self, limit: int = 50) -> list[tuple[str, float]]:
         """Threads due for a check, with the score seen (pass it back to `forget`)."""
@@ -48,7 +48,7 @@ class Orphans:
                 self._key, "-inf", time.time(), start=0, num=limit, withscores=True
             )
         except RedisError as exc:
-            raise StorageError(f"orphan scan failed: {exc.__class__.__name__}") from None
+            raise storage_error("orphan scan", exc) from None
         return [(t.decode() if isinstance(t, bytes) else t, float(s)) for t, s in rows]
 
     async def forget(self, thread_id: str, seen: float) -> None:
@@ -56,4 +56,4 @@ class Orphans:
         try:
             await self._forget(keys=[self._key], args=[thread_id, repr(seen)])
         except RedisError as exc:
-            raise StorageError(f"orphan forget failed: {exc.__class__.__name__}") from None
+            raise storage_error("orphan forget", exc) from None

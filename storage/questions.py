@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions", "parse_question"]
 
@@ -89,13 +89,13 @@ class PendingQuestions:
             else:
                 await self._r.delete(key)
         except RedisError as exc:
-            raise StorageError(f"question store failed: {exc.__class__.__name__}") from None
+            raise storage_error("question store", exc) from None
 
     async def get(self, thread_id: str) -> PendingQuestion | None:
         try:
             raw = await self._r.get(self._keys.question(thread_id))
         except RedisError as exc:
-            raise StorageError(f"question read failed: {exc.__class__.__name__}") from None
+            raise storage_error("question read", exc) from None
         return parse_question(raw)
 
     async def thread_of(self, question_id: str) -> str | None:
@@ -103,7 +103,7 @@ class PendingQuestions:
         try:
             raw = await self._r.get(self._keys.question_thread(question_id))
         except RedisError as exc:
-            raise StorageError(f"question lookup failed: {exc.__class__.__name__}") from None
+            raise storage_error("question lookup", exc) from None
         return raw.decode() if isinstance(raw, bytes) else raw
 
     async def set_message(self, thread_id: str, question: PendingQuestion, message_id: str) -> None:
@@ -113,7 +113,7 @@ class PendingQuestions:
                 keys=[self._keys.question(thread_id)], args=[question.question_id, message_id]
             )
         except RedisError as exc:
-            raise StorageError(f"question update failed: {exc.__class__.__name__}") from None
+            raise storage_error("question update", exc) from None
 
 
 def parse_question(raw: bytes | str | None) -> PendingQuestion | None:

@@ -15,8 +15,8 @@ from enum import StrEnum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["RateDecision", "RateLimiter"]
 
@@ -62,5 +62,5 @@ class RateLimiter:
                 args=[max(1, round(self.window_s * 1000)), self.limit, secrets.token_hex(8)],
             )
         except RedisError as exc:
-            raise StorageError(f"rate limit failed: {exc.__class__.__name__}") from None
+            raise storage_error("rate limit", exc) from None
         return {1: RateDecision.ALLOW, 2: RateDecision.NOTIFY}.get(int(code), RateDecision.SILENT)

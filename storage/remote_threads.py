@@ -11,9 +11,9 @@ from __future__ import annotations
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from storage.thread_map import THREAD_TTL_S
-from switchboard.errors import StorageError
 
 __all__ = ["RemoteThreads"]
 
@@ -45,7 +45,7 @@ class RemoteThreads:
         try:
             raw = await self._r.getex(key, ex=self._ttl)
         except RedisError as exc:
-            raise StorageError(f"remote thread read failed: {exc.__class__.__name__}") from None
+            raise storage_error("remote thread read", exc) from None
         if raw is None:
             return None
         return raw.decode() if isinstance(raw, bytes) else str(raw)
@@ -57,5 +57,5 @@ class RemoteThreads:
                 keys=[self._keys.remote_thread(thread_id)], args=[server_thread_id, self._ttl]
             )
         except RedisError as exc:
-            raise StorageError(f"remote thread claim failed: {exc.__class__.__name__}") from None
+            raise storage_error("remote thread claim", exc) from None
         return raw.decode() if isinstance(raw, bytes) else str(raw)

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["SendWindow", "SendWindows"]
 
@@ -108,7 +108,7 @@ class SendWindows:
         try:
             delay_ms = await self._reserve(keys=keys, args=args)
         except RedisError as exc:
-            raise StorageError(f"send budget failed: {exc.__class__.__name__}") from None
+            raise storage_error("send budget", exc) from None
         if delay_ms == -1 and most_s is not None:
             return None
         return max(0.0, float(delay_ms) / 1000)
@@ -122,4 +122,4 @@ class SendWindows:
         try:
             await self._hold(keys=keys, args=args)
         except RedisError as exc:
-            raise StorageError(f"send hold failed: {exc.__class__.__name__}") from None
+            raise storage_error("send hold", exc) from None

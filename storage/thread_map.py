@@ -12,8 +12,8 @@ import uuid
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["THREAD_TTL_S", "ThreadMap"]
 
@@ -50,7 +50,7 @@ class ThreadMap:
                 keys=[self._keys.conversation(conversation_key)], args=[new_thread_id(), self._ttl]
             )
         except RedisError as exc:
-            raise StorageError(f"thread resolve failed: {exc.__class__.__name__}") from None
+            raise storage_error("thread resolve", exc) from None
         return raw.decode() if isinstance(raw, bytes) else str(raw)
 
     async def peek(self, conversation_key: str) -> str | None:
@@ -58,7 +58,7 @@ class ThreadMap:
         try:
             raw = await self._r.get(self._keys.conversation(conversation_key))
         except RedisError as exc:
-            raise StorageError(f"thread lookup failed: {exc.__class__.__name__}") from None
+            raise storage_error("thread lookup", exc) from None
         return raw.decode() if raw is not None else None
 
     async def start_new(self, conversation_key: str) -> str:
@@ -67,7 +67,7 @@ class ThreadMap:
         try:
             await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
         except RedisError as exc:
-            raise StorageError(f"thread reset failed: {exc.__class__.__name__}") from None
+            raise storage_error("thread reset", exc) from None
         return thread_id
 
     async def bind(self, conversation_key: str, thread_id: str) -> None:
@@ -75,7 +75,7 @@ class ThreadMap:
         try:
             await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
         except RedisError as exc:
-            raise StorageError(f"thread bind failed: {exc.__class__.__name__}") from None
+            raise storage_error("thread bind", exc) from None
 
     async def remember_messages(
         self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
@@ -89,7 +89,7 @@ class ThreadMap:
                     pipe.set(self._keys.message(platform, chat_id, mid), thread_id, ex=self._ttl)
                 await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"reply mapping failed: {exc.__class__.__name__}") from None
+            raise storage_error("reply mapping", exc) from None
 
     async def thread_for_message(self, platform: str, chat_id: str, message_id: str) -> str | None:
         """The thread a bot message belongs to (refreshing its TTL), or None."""
@@ -97,5 +97,5 @@ class ThreadMap:
         try:
             raw = await self._r.getex(key, ex=self._ttl)
         except RedisError as exc:
-            raise StorageError(f"reply lookup failed: {exc.__class__.__name__}") from None
+            raise storage_error("reply lookup", exc) from None
         return raw.decode() if raw is not None else None

@@ -40,6 +40,7 @@ from enum import StrEnum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, Lock, lock_ms
 from storage.questions import PendingQuestion, parse_question
@@ -363,7 +364,7 @@ class ThreadQueue:
                 )
             )
         except RedisError as exc:
-            raise StorageError(f"ledger record failed: {exc.__class__.__name__}") from None
+            raise storage_error("ledger record", exc) from None
 
     async def receipt(self, thread_id: str, sent: dict[int, str]) -> None:
         """Record that pieces were accepted by the platform (piece index → message ids)."""
@@ -375,7 +376,7 @@ class ThreadQueue:
         try:
             await self._receipt(keys=[self._ledger_key(thread_id)], args=args)
         except RedisError as exc:
-            raise StorageError(f"ledger receipt failed: {exc.__class__.__name__}") from None
+            raise storage_error("ledger receipt", exc) from None
 
     def _ledger_key(self, thread_id: str) -> str:
         return self._keys.thread(thread_id, "ledger")
@@ -390,7 +391,7 @@ class ThreadQueue:
         try:
             busy, unanswered, question = await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"thread state failed: {exc.__class__.__name__}") from None
+            raise storage_error("thread state", exc) from None
         return ThreadState(bool(busy), int(unanswered), parse_question(question))
 
     async def _call(self, what: str, script, thread_id: str, args: list) -> list:  # type: ignore[no-untyped-def]

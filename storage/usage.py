@@ -29,8 +29,8 @@ from enum import StrEnum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = [
     "TURN_MARK_TTL_S",
@@ -144,7 +144,7 @@ class UsageLedger:
                 args=[int(micros), int(daily.end), int(weekly.end), TURN_MARK_TTL_S],
             )
         except RedisError as exc:
-            raise StorageError(f"usage record failed: {exc.__class__.__name__}") from None
+            raise storage_error("usage record", exc) from None
         return bool(counted)
 
     async def snapshot(self, platform: str, user_id: str) -> UsageSnapshot:
@@ -156,7 +156,7 @@ class UsageLedger:
                 pipe.hmget(self._keys.usage_limits(platform, user_id), ["daily", "weekly"])
                 day_raw, week_raw, (day_limit, week_limit) = await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"usage read failed: {exc.__class__.__name__}") from None
+            raise storage_error("usage read", exc) from None
         return UsageSnapshot(
             daily_micros=_int(day_raw) or 0,
             weekly_micros=_int(week_raw) or 0,
@@ -175,7 +175,7 @@ class UsageLedger:
         try:
             await self._r.delete(*doomed)
         except RedisError as exc:
-            raise StorageError(f"usage reset failed: {exc.__class__.__name__}") from None
+            raise storage_error("usage reset", exc) from None
 
     async def set_limits(self, platform: str, user_id: str, limits: UsageLimits) -> None:
         """Replace the user's override; a None field falls back to the configured default."""
@@ -189,7 +189,7 @@ class UsageLedger:
                     pipe.hset(key, mapping=kept)
                 await pipe.execute()
         except RedisError as exc:
-            raise StorageError(f"usage limits update failed: {exc.__class__.__name__}") from None
+            raise storage_error("usage limits update", exc) from None
 
     async def claim_notice(self, platform: str, user_id: str, chat_id: str, window: Window) -> bool:
         """True the first time in `window` that this user is told in this chat (then marked)."""
@@ -197,7 +197,7 @@ class UsageLedger:
         try:
             return bool(await self._r.set(key, b"1", nx=True, exat=int(window.end)))
         except RedisError as exc:
-            raise StorageError(f"usage notice claim failed: {exc.__class__.__name__}") from None
+            raise storage_error("usage notice claim", exc) from None
 
 
 def _int(raw: bytes | str | None) -> int | None:

@@ -3,6 +3,7 @@
     SwitchboardError                 category
     ├── ConfigError                  "config"
     ├── StorageError                 "storage"
+    │   └── TransientStorageError    (connection, timeout, loading: worth another attempt)
     ├── AgentError                   "agent"
     ├── AccessDenied                 "access"
     └── PlatformError(platform, code) "platform"
@@ -25,6 +26,8 @@ __all__ = [
     "PlatformRateLimited",
     "StorageError",
     "SwitchboardError",
+    "TransientStorageError",
+    "is_transient",
 ]
 
 
@@ -40,6 +43,10 @@ class ConfigError(SwitchboardError):
 
 class StorageError(SwitchboardError):
     category = "storage"
+
+
+class TransientStorageError(StorageError):
+    """Redis was unreachable, timed out or still loading: the same step may well work soon."""
 
 
 class AgentError(SwitchboardError):
@@ -67,6 +74,17 @@ class PlatformRateLimited(PlatformError):
     ) -> None:
         super().__init__(message, platform=platform, code=code)
         self.retry_after = retry_after
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether trying the same thing later can succeed: storage that was unreachable, a
+    platform rate limit, a platform outage (5xx) or a network failure on the way to it."""
+    if isinstance(exc, TransientStorageError | PlatformRateLimited):
+        return True
+    if isinstance(exc, PlatformError):
+        code = exc.code
+        return code in ("network", "timeout") or (isinstance(code, int) and code >= 500)
+    return False
 
 
 class PlatformAuthError(PlatformError):
