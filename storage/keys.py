@@ -5,8 +5,8 @@ keys hash to one slot, so every key group that one script or transaction touches
 tag (the part in `{}`), and keys outside a group are only ever touched one at a time:
 
 - `{<thread_id>}`: everything of one agent thread (lock, queue, checkpoints, warnings, question).
-  Scripts also delete `…:warn:<run_id>` keys they name from a prefix argument; those carry the
-  thread's tag, so they are in the declared keys' slot (cluster nodes refuse any other key).
+  A script touches only the keys passed in its KEYS (Redis 7 functions and cluster nodes refuse
+  any other), so all of a thread's pending warnings live in one hash, never in per-run keys.
 - `{<platform>:<chat>}`: the dedupe ids of one message; `{<platform>:<user>}`: one user's usage;
   `{<platform>:<sender>}`: one sender's rate window and its notice mark.
 - `{access}`: all accounts, API keys, link tokens and links. Creating a link checks the token,
@@ -34,8 +34,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{<thread_id>}:q`                         | zset   | 1 day, refreshed on write  | thread_queue.py  |
 | `sb:{<thread_id>}:qmsg`                      | hash   | 1 day, refreshed on write  | thread_queue.py  |
 | `sb:{<thread_id>}:done`                      | zset   | 1 day, trimmed on write    | thread_queue.py  |
-| `sb:{<thread_id>}:warn:<run_id>`             | list   | 1 h backstop               | warnings.py      |
-| `sb:{<thread_id>}:warnruns`                  | set    | 1 h backstop               | warnings.py      |
+| `sb:{<thread_id>}:warn`                      | hash   | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
 | `sb:{<thread_id>}:remote`                    | string | 30 d sliding (thread TTL)  | remote_threads.py |
@@ -122,10 +121,17 @@ class Keys:
     def stop(self, thread_id: str) -> str:
         return self.thread(thread_id, "stop")
 
+    def pending_warnings(self, thread_id: str) -> str:
+        """One hash per thread: run id → that run's pending loop warnings (a JSON list)."""
+        return self.thread(thread_id, "warn")
+
     def warnings(self, thread_id: str, run_id: str) -> str:
+        """Retired per-run list: nothing writes it; only thread_queue's lock take still names it
+        until it passes `pending_warnings` in KEYS."""
         return self.thread(thread_id, f"warn:{run_id}")
 
     def warning_runs(self, thread_id: str) -> str:
+        """Retired run set: as `warnings`."""
         return self.thread(thread_id, "warnruns")
 
     def warnings_index(self) -> str:

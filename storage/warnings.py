@@ -1,19 +1,24 @@
 """Loop-detection warnings waiting for the next model request of one (thread, run).
 
-`sb:{thread}:warn:<run_id>` is a list of warning texts (newest last, at most 4, no exact
-duplicates); `sb:{thread}:warnruns` is the set of run ids with a list, so "clear the other runs"
-needs no SCAN. Both carry a 1 h TTL as a backstop for crashed runs.
+`sb:{thread}:warn` is one hash per thread: field = run id, value = a JSON list of that run's
+warning texts (newest last, at most 4, no exact duplicates). Every script names that hash in KEYS
+and touches nothing else (Redis Cluster and Redis 7 functions refuse keys a script builds itself),
+so "clear the other runs" is HKEYS + HDEL on it. It carries a 1 h TTL, refreshed by every add, as
+a backstop for crashed runs.
 
-A global index (`sb:warn:index`, zset of list keys scored by last touch) caps how many lists exist
-at once; past the cap the least recently touched lists are evicted, never the one just written. The
-index is updated by its own script and victims are deleted by key, so no script spans two cluster
-slots. Scores are server-clock microseconds (`TIME`), so workers with skewed clocks agree on "least
-recently". The index is touched before the list is written (so it is not written while it still has
-an old, possibly oldest, score that a concurrent add elsewhere could evict) and again after (so a
-list evicted in between is back in the index: every list stays under the cap).
+A global index (`sb:warn:index`, zset scored by last touch) caps how many runs' lists exist at
+once; its members name one run's list (`_member`: the hash key and the run id). Past the cap the
+least recently touched lists are evicted, never the one just written. The index is updated by its
+own script and victims are deleted field by field, so no script spans two cluster slots. Scores
+are server-clock microseconds (`TIME`), so workers with skewed clocks agree on "least recently".
+The index is touched before the list is written (so it is not written while it still has an old,
+possibly oldest, score that a concurrent add elsewhere could evict) and again after (so a list
+evicted in between is back in the index: every list stays under the cap).
 """
 
 from __future__ import annotations
+
+import json
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -25,21 +30,23 @@ __all__ = ["WARNINGS_MAX_KEYS", "WARNINGS_PER_RUN", "WARNINGS_TTL_S", "PendingWa
 
 WARNINGS_PER_RUN = 4
 WARNINGS_TTL_S = 3600  # A run lasts minutes; the backstop only catches runs whose worker died.
-WARNINGS_MAX_KEYS = 10_000  # Bounds memory if many runs die without draining.
+WARNINGS_MAX_KEYS = 10_000  # run lists in all; bounds memory if many runs die without draining
 
+# KEYS: the thread's hash. ARGV: run text per_run ttl. 1 if added, 0 for an exact duplicate.
 _ADD = """
-local items = redis.call('LRANGE', KEYS[1], 0, -1)
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local items = {}
+if raw then items = cjson.decode(raw) end
 for _, v in ipairs(items) do
-  if v == ARGV[1] then
-    redis.call('EXPIRE', KEYS[1], ARGV[3])
+  if v == ARGV[2] then
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
     return 0
   end
 end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('SADD', KEYS[2], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
+items[#items + 1] = ARGV[2]
+while #items > tonumber(ARGV[3]) do table.remove(items, 1) end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(items))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
 return 1
 """
 _TOUCH_INDEX = """
@@ -57,25 +64,37 @@ end
 if #victims > 0 then redis.call('ZREM', KEYS[1], unpack(victims)) end
 return victims
 """
+# KEYS: the thread's hash. ARGV: run. The run's JSON list (or nil), deleted in the same step.
 _DRAIN = """
-local items = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-return items
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if raw then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return raw
 """
+# KEYS: the thread's hash. ARGV: the run to keep. The run ids cleared.
 _CLEAR_OTHERS = """
-local runs = redis.call('SMEMBERS', KEYS[1])
 local cleared = {}
-for _, run in ipairs(runs) do
-  if run ~= ARGV[1] then
-    local key = ARGV[2] .. run
-    redis.call('DEL', key)
-    redis.call('SREM', KEYS[1], run)
-    table.insert(cleared, key)
-  end
+for _, run in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if run ~= ARGV[1] then cleared[#cleared + 1] = run end
 end
+if #cleared > 0 then redis.call('HDEL', KEYS[1], unpack(cleared)) end
 return cleared
 """
+
+
+def _member(key: str, run_id: str) -> str:
+    """The index member of one run's list: unambiguous whatever the ids contain."""
+    return json.dumps([key, run_id], separators=(",", ":"))
+
+
+def _texts(raw: bytes | str | None) -> list[str]:
+    if not raw:
+        return []
+    items = json.loads(raw)
+    return [str(i) for i in items] if isinstance(items, list) else []
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class PendingWarnings:
@@ -100,53 +119,57 @@ class PendingWarnings:
 
     async def add(self, thread_id: str, run_id: str, text: str) -> bool:
         """Queue a warning for the run's next model call; False if the same text is already queued."""
-        key = self._keys.warnings(thread_id, run_id)
+        key = self._keys.pending_warnings(thread_id)
+        member = _member(key, run_id)
         try:
-            await self._touch_index(key)
-            added = await self._add(
-                keys=[key, self._keys.warning_runs(thread_id)],
-                args=[text, self._per_run, self._ttl, run_id],
-            )
-            await self._touch_index(key)
+            await self._touch_index(member)
+            added = await self._add(keys=[key], args=[run_id, text, self._per_run, self._ttl])
+            await self._touch_index(member)
         except RedisError as exc:
             raise StorageError(f"warning add failed: {exc.__class__.__name__}") from None
         return bool(added)
 
-    async def _touch_index(self, key: str) -> None:
-        """Mark `key` as just used and delete the lists evicted to stay under the cap."""
-        victims = await self._touch(keys=[self._keys.warnings_index()], args=[key, self._max_keys])
-        if victims:
-            await self._r.delete(*victims)
+    async def _touch_index(self, member: str) -> None:
+        """Mark `member` as just used and delete the run lists evicted to stay under the cap."""
+        victims = await self._touch(
+            keys=[self._keys.warnings_index()], args=[member, self._max_keys]
+        )
+        if not victims:
+            return
+        pipe = self._r.pipeline(transaction=False)  # a cluster client splits it by slot
+        for victim in victims:
+            key, run_id = json.loads(victim)
+            pipe.hdel(key, run_id)
+        await pipe.execute()
 
     async def drain(self, thread_id: str, run_id: str) -> list[str]:
         """Return and delete the run's warnings in one step, so each is delivered once."""
-        key = self._keys.warnings(thread_id, run_id)
+        key = self._keys.pending_warnings(thread_id)
         try:
-            items = await self._drain(keys=[key, self._keys.warning_runs(thread_id)], args=[run_id])
-            if items:
-                await self._r.zrem(self._keys.warnings_index(), key)
+            raw = await self._drain(keys=[key], args=[run_id])
+            if raw:
+                await self._r.zrem(self._keys.warnings_index(), _member(key, run_id))
         except RedisError as exc:
             raise StorageError(f"warning drain failed: {exc.__class__.__name__}") from None
-        return [i.decode() if isinstance(i, bytes) else str(i) for i in items]
+        return _texts(raw)
 
     async def peek(self, thread_id: str, run_id: str) -> list[str]:
         try:
-            items = await self._r.lrange(self._keys.warnings(thread_id, run_id), 0, -1)
+            raw = await self._r.hget(self._keys.pending_warnings(thread_id), run_id)
         except RedisError as exc:
             raise StorageError(f"warning read failed: {exc.__class__.__name__}") from None
-        return [i.decode() for i in items]
+        return _texts(raw)
 
     async def clear_run(self, thread_id: str, run_id: str) -> None:
         await self.drain(thread_id, run_id)
 
     async def clear_other_runs(self, thread_id: str, keep_run_id: str) -> None:
         """At run start: warnings left by earlier (crashed or stopped) runs must never leak in."""
+        key = self._keys.pending_warnings(thread_id)
         try:
-            cleared = await self._clear_others(
-                keys=[self._keys.warning_runs(thread_id)],
-                args=[keep_run_id, self._keys.warnings(thread_id, "")],
-            )
+            cleared = await self._clear_others(keys=[key], args=[keep_run_id])
             if cleared:
-                await self._r.zrem(self._keys.warnings_index(), *cleared)
+                members = [_member(key, _text(run)) for run in cleared]
+                await self._r.zrem(self._keys.warnings_index(), *members)
         except RedisError as exc:
             raise StorageError(f"warning clear failed: {exc.__class__.__name__}") from None

@@ -188,7 +188,7 @@ async def test_a_resent_submit_changes_nothing(redis: aioredis.Redis, keys: Keys
     assert await _queued(redis, keys) == [sortable_entry_id("1-0"), sortable_entry_id("2-0")]
     assert await redis.hlen(keys.thread(T, "qmsg")) == 2
     assert await redis.get(keys.lock(T)) == b"tok-a"
-    assert await redis.exists(keys.stop(T), keys.warnings(T, "live-run")) == 2
+    assert await redis.exists(keys.stop(T), keys.pending_warnings(T)) == 2
 
 
 async def test_a_resent_finish_after_release_is_released_and_leaves_the_new_holder_alone(

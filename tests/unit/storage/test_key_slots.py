@@ -22,7 +22,8 @@ def _one_slot(keys: list[str]) -> bool:
 
 def test_a_threads_keys_share_one_slot_with_the_warning_lists_scripts_name_by_prefix() -> None:
     t = "0123456789abcdef0123456789abcdef"
-    group = [K.lock(t), K.stop(t), K.question(t), K.warning_runs(t), K.remote_thread(t)]
+    group = [K.lock(t), K.stop(t), K.question(t), K.pending_warnings(t), K.remote_thread(t)]
+    group.append(K.warning_runs(t))
     group += [K.thread(t, s) for s in ("q", "qmsg", "done")]
     group += [K.checkpoint(t, s) for s in _SUFFIXES]
     # thread_queue and warnings delete `<warnings(t, "")><run id>` keys built inside Lua.
