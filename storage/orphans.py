@@ -34,10 +34,12 @@ class Orphans:
         self.grace_s = grace_s
         self._forget = client.register_script(_FORGET)
 
-    async def watch(self, thread_id: str) -> None:
-        """Check this thread `grace_s` from now (later if already due later)."""
+    async def watch(self, thread_id: str, after_s: float | None = None) -> None:
+        """Check this thread `after_s` (default `grace_s`) from now, later if already due
+        later: a failed batch's backoff is never cut short by a message queueing behind it."""
+        due = time.time() + (self.grace_s if after_s is None else after_s)
         try:
-            await self._r.zadd(self._key, {thread_id: time.time() + self.grace_s}, gt=True)
+            await self._r.zadd(self._key, {thread_id: due}, gt=True)
         except RedisError as exc:
             raise storage_error("orphan watch", exc) from None
 

@@ -8,6 +8,7 @@ no longer open are answered by dropping them, so they never block the queue.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ from channels.manager.questions import answer_text
 from channels.message import InboundMessage
 from storage import PendingQuestion, QueuedItem
 
-__all__ = ["Batch", "join_messages", "pick_batch"]
+__all__ = ["Batch", "join_messages", "pick_batch", "recorded_batch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +33,17 @@ class Batch:
         return self.messages[-1]
 
 
+_SEPARATOR = "\n\n"
+
+
+def _line(msg: InboundMessage, *, named: bool) -> str:
+    return f"{msg.sender_name or msg.sender_id}: {msg.text}" if named else msg.text
+
+
 def join_messages(messages: Sequence[InboundMessage], *, shared: bool) -> str:
     """Messages as one turn: in order, with sender names where several people talk."""
-    if len(messages) == 1 or not shared:
-        return "\n\n".join(m.text for m in messages)
-    return "\n\n".join(f"{m.sender_name or m.sender_id}: {m.text}" for m in messages)
+    named = shared and len(messages) > 1
+    return _SEPARATOR.join(_line(m, named=named) for m in messages)
 
 
 def pick_batch(
@@ -65,14 +72,36 @@ def pick_batch(
                 continue
             answer = question.options[index]
             return Batch([msg], [*dropped, item.entry_id], answer, True, len(dropped))
-        if taken and chars + len(msg.text) > max_chars:
-            break
+        if taken:
+            # joined, every message costs its separator and, in a group, its sender's name
+            cost = len(_SEPARATOR) + len(_line(msg, named=not msg.is_dm))
+            if len(taken) == 1 and not msg.is_dm:
+                cost += len(_line(taken[0], named=True)) - len(taken[0].text)
+            if chars + cost > max_chars:
+                break
+        else:
+            cost = len(msg.text)
         taken.append(msg)
         ids.append(item.entry_id)
-        chars += len(msg.text)
+        chars += cost
     if not taken:
         return Batch([], dropped, "", False, len(dropped))
     text = join_messages(taken, shared=not taken[-1].is_dm)
     if question is not None:
         text = answer_text(text, question) if len(taken) == 1 else text
     return Batch(taken, [*dropped, *ids], text, question is not None, len(dropped))
+
+
+def recorded_batch(items: Sequence[QueuedItem], entries: Sequence[str]) -> Batch | None:
+    """The batch an earlier attempt recorded an answer for, rebuilt from the queue; None when
+    any of its entries has left the queue (the record is stale then)."""
+    queued = {item.entry_id: item for item in items}
+    if not entries or any(e not in queued for e in entries):
+        return None
+    messages: list[InboundMessage] = []
+    for entry in entries:
+        with contextlib.suppress(CorruptPayload):
+            messages.append(decode_message(queued[entry].payload))
+    if not messages:
+        return None
+    return Batch(messages, list(entries), "", False, 0)

@@ -51,6 +51,8 @@ class ManagerConfig:
     typing_delay_s: float = 0.3  # below this an answer arrives before a typing hint would
     max_concurrent_turns: int = 64  # messages one worker handles at once; the rest wait
     max_deliveries: int = 5  # an entry handed out this often is answered with an error instead
+    max_attempts: int = 5  # takes of one queued batch before it is answered with an error
+    lock_ttl_s: float = 30.0  # the thread lock's TTL: closing steps retry at least this long
     retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # storage errors, before reclaim
     sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for
     streaming: bool = False  # show replies as they are written, where the adapter can

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from agent.result import TurnContext, TurnResult
+from agent.result import TurnContext
 from channels.adapter import Adapter, ReplyStream
 from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
 from storage import Lock
+
+if TYPE_CHECKING:
+    from channels.manager.batches import Batch
 
 __all__ = ["ChatOrder", "MessageContext", "Outcome", "TurnSession", "turn_context"]
 
@@ -19,9 +23,11 @@ class Outcome(StrEnum):
     """What became of an inbox entry, which decides how the intake finishes it."""
 
     ANSWERED = "answered"  # replied, notified or ignored on purpose: mark answered, finish entry
-    HANDED_OVER = "handed_over"  # the thread's queue owns it now (the entry is finished already)
+    QUEUED = "queued"  # the thread's queue owns it now (watched): finish the entry
+    HANDED_OVER = "handed_over"  # answered in a turn, which finished the entry with its batch
     DUPLICATE = "duplicate"  # another entry carries this message: finish this one
     RETRY = "retry"  # a storage error: keep the entry, try again, then leave it to reclaim
+    NOT_MINE = "not_mine"  # for a platform this process does not serve: leave it to one that does
 
 
 @dataclass(slots=True)
@@ -67,10 +73,9 @@ class TurnSession:
     own_entry: str | None = None  # the inbox entry this worker still has to finish, if any
     target: ReplyTarget | None = None
     context: TurnContext = field(default_factory=lambda: TurnContext(user_id=""))
-    sent_ids: list[str] = field(default_factory=list)  # the last reply's messages, to remember
-    sent_chat: str = ""
-    charge: tuple[InboundMessage, TurnResult] | None = None  # the last turn's cost, and payer
     stream: ReplyStream | None = None  # the streamed reply waiting for its final text
+    batch: Batch | None = None  # the batch being answered
+    attempt: int = 0  # how often that batch was taken, this time included
 
 
 def turn_context(msg: InboundMessage, *, fence: str) -> TurnContext:

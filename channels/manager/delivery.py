@@ -1,19 +1,57 @@
-"""A turn's answer in chat: the question (sent whole, with its buttons), or the reply (settling
-its stream, or sent at once), then the files the agent produced."""
+"""A batch's recorded answer into the chat, piece by piece, each accepted piece receipted.
+
+The pieces are sent in order: the reply chunks (settling the streamed message when there is one),
+or the question whole with its buttons, then the files. A piece with a receipt from an earlier
+attempt is not sent again. Every piece but the last is receipted as soon as the platform accepts
+it; the last one's receipt is the batch's `finish`, one step later. So the only piece that can
+reach the chat twice is one the platform accepted in the instant before its receipt was lost.
+
+A platform that refuses a piece for good (a 4xx other than a rate limit) gets one error line with
+a reference id instead, and the answer ends there; a rate limit or an outage propagates, and the
+batch is tried again later (attempts are bounded).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+
 import structlog
 
-from agent.result import TurnResult
+from channels import metrics
+from channels.adapter import Adapter, Chunk, SentRef
 from channels.manager.context import TurnSession
 from channels.manager.files import send_turn_files
+from channels.manager.ledger import Piece, TurnRecord
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
+from channels.message import ReplyTarget
+from switchboard.errors import PlatformError, PlatformRateLimited
 
-__all__ = ["ReplyDelivery"]
+__all__ = ["Delivered", "Receipt", "ReplyDelivery"]
 
 _log = structlog.get_logger(__name__)
+
+Receipt = Callable[[dict[int, str]], Awaitable[None]]
+"""Records that pieces were accepted: piece index → `<chat>|<id>,<id>`."""
+
+
+@dataclass(slots=True)
+class Delivered:
+    """Where the answer landed: every message id it occupies, in its chat."""
+
+    chat_id: str = ""
+    message_ids: list[str] = field(default_factory=list)
+
+    def add(self, sent: SentRef) -> str:
+        self.chat_id = sent.chat_id or self.chat_id
+        self.message_ids += sent.message_ids
+        return f"{sent.chat_id}|{','.join(sent.message_ids)}"
+
+    def add_receipt(self, receipt: str) -> None:
+        chat, _, ids = receipt.partition("|")
+        self.chat_id = chat or self.chat_id
+        self.message_ids += [i for i in ids.split(",") if i]
 
 
 class ReplyDelivery:
@@ -21,22 +59,74 @@ class ReplyDelivery:
         self._questions = questions
         self._say = responder
 
-    async def deliver(self, session: TurnSession, result: TurnResult, asker_id: str) -> None:
-        """Send the answer; the ids of every message it took land in `session.sent_ids`."""
-        adapter, target = session.adapter, session.target
+    async def deliver(
+        self,
+        session: TurnSession,
+        record: TurnRecord,
+        receipts: dict[int, str],
+        receipt: Receipt,
+    ) -> Delivered:
+        """Send what has no receipt yet; where every piece of the answer is."""
+        target = session.target
         assert target is not None
+        out = Delivered(chat_id=target.chat_id)
+        pieces, last = record.pieces, len(record.pieces) - 1
+        start = 0
         stream, session.stream = session.stream, None
-        if result.question is not None:
-            if stream is not None:  # a question is sent whole, with its buttons
+        if stream is not None:
+            lead = _leading_chunks(pieces)
+            if lead and not receipts:
+                sent = await stream.finish([p.chunk for p in pieces[:lead] if p.chunk])
+                ref = out.add(sent)
+                if lead <= last:
+                    await receipt(dict.fromkeys(range(lead), ref))
+                start = lead
+            else:  # a question is sent whole, with its buttons
                 await stream.cancel(None)
-            sent = await self._questions.ask(
-                adapter, target, session.thread_id, asker_id, result.question
+        try:
+            for index in range(start, len(pieces)):
+                if index in receipts:
+                    out.add_receipt(receipts[index])
+                    continue
+                piece_target = target if index == 0 else replace(target, reply_to_id=None)
+                sent = await self._send(session, piece_target, pieces[index])
+                ref = out.add(sent)
+                if index < last:
+                    await receipt({index: ref})
+        except PlatformRateLimited:
+            raise
+        except PlatformError as exc:
+            await self._say.notice(session.adapter, target, self._say.failure_text(exc))
+        _log.info("reply.sent", messages=len(out.message_ids), resent=bool(receipts))
+        return out
+
+    async def _send(self, session: TurnSession, target: ReplyTarget, piece: Piece) -> SentRef:
+        adapter = session.adapter
+        if piece.kind == "chunk":
+            assert piece.chunk is not None
+            sent = await adapter.send(target, [piece.chunk])
+            metrics.MESSAGES_OUT.labels(platform=str(target.platform)).inc(len(sent.message_ids))
+            return sent
+        if piece.kind == "question":
+            assert piece.question is not None
+            return await self._questions.ask(
+                adapter, target, session.thread_id, piece.question, piece.chunks
             )
-        elif stream is not None:
-            sent = await stream.finish(self._say.reply_chunks(adapter, result.reply_text))
-        else:
-            sent = await self._say.send_reply(adapter, target, result.reply_text)
-        session.sent_ids = list(sent.message_ids)
-        session.sent_chat = sent.chat_id
-        _log.info("reply.sent", chunks=len(sent.message_ids))
-        session.sent_ids += await send_turn_files(adapter, target, result.files, self._say)
+        return await self._file(adapter, target, piece)
+
+    async def _file(self, adapter: Adapter, target: ReplyTarget, piece: Piece) -> SentRef:
+        file = piece.file
+        assert file is not None
+        if not file.data and piece.file_size:  # too big to record, and its turn was interrupted
+            text = f"I made {file.name or 'a file'} for you but lost it in a restart; please ask again."
+            return await adapter.send(target, [Chunk(text=text, plain=text)])
+        ids = await send_turn_files(adapter, target, [file], self._say)
+        return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
+
+
+def _leading_chunks(pieces: tuple[Piece, ...]) -> int:
+    """How many pieces from the start are reply chunks (what a stream settles on)."""
+    n = 0
+    while n < len(pieces) and pieces[n].kind == "chunk":
+        n += 1
+    return n

@@ -171,7 +171,7 @@ class Intake:
         try:
             for delay in (*self._config.retry_delays_s, None):
                 outcome = await self._handle(entry)
-                if outcome is not Outcome.RETRY:
+                if outcome is not Outcome.RETRY:  # NOT_MINE too: it idles until reclaimed
                     return
                 if delay is None:
                     _log.warning("inbox.entry_left_for_reclaim", entry=entry.entry_id)
@@ -205,14 +205,12 @@ class Intake:
         if not taken:
             return
         try:
-            entries, gone = await self._inbox.reclaim(taken)
+            entries, _gone = await self._inbox.reclaim(taken)  # gone ids left the PEL already
         except StorageError:
             self._give(taken)
             raise
         fresh = [e for e in entries if e.entry_id not in self._inflight]
         self._give(taken - len(fresh))
-        if gone:
-            await self._inbox.finish(gone)
         for entry in fresh:
             _log.info("inbox.reclaimed", entry=entry.entry_id, deliveries=entry.deliveries)
             self._spawn(entry)

@@ -147,9 +147,9 @@ class Manager:
             platform=str(msg.platform), chat_id=msg.chat_id, event_id=msg.provider_message_id
         )
         adapter = self._adapters.get(msg.platform)
-        if adapter is None:
-            _log.error("message.no_adapter")
-            return await self._finalize(None, entry, Outcome.DUPLICATE)
+        if adapter is None:  # another process serves this platform; it reclaims the entry
+            _log.warning("message.not_served_here")
+            return Outcome.NOT_MINE
         ctx = MessageContext(adapter, msg, entry.entry_id, entry.payload, entry.deliveries)
         ctx.turn_order = self._intake.order_for(entry.entry_id, f"{msg.platform}:{msg.chat_id}")
         if entry.deliveries > self._config.max_deliveries:
@@ -169,9 +169,10 @@ class Manager:
     async def _finalize(
         self, ctx: MessageContext | None, entry: Entry, outcome: Outcome
     ) -> Outcome:
-        """Finish the entry; an answered message is marked so, so a reclaimed copy of the
+        """Finish the entry (one of the two places an entry is finished; the other is a turn's
+        `finish`, with its batch); an answered message is marked so, so a reclaimed copy of the
         entry is not answered again. Idempotent, so a storage blip is retried here."""
-        if outcome in (Outcome.HANDED_OVER, Outcome.RETRY):
+        if outcome in (Outcome.HANDED_OVER, Outcome.RETRY, Outcome.NOT_MINE):
             return outcome
         work: list[Step] = [lambda: self._s.inbox.finish([entry.entry_id])]
         if ctx is not None and outcome is Outcome.ANSWERED:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import structlog
 
 from agent.result import Question
-from channels.adapter import Adapter, QuestionPrompt, SentRef
+from channels.adapter import Adapter, Chunk, QuestionPrompt, SentRef
 from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
@@ -52,25 +53,31 @@ class QuestionDesk:
         await adapter.answer_button(msg, None)
         return thread_id
 
+    def prepare(
+        self, adapter: Adapter, asker_id: str, question: Question
+    ) -> tuple[PendingQuestion, tuple[Chunk, ...]]:
+        """The question as it will be stored and shown (its id is fixed here, so a resend of
+        the same question after a crash keeps the buttons' id)."""
+        pending = PendingQuestion(asker_id=asker_id, text=question.text, options=question.options)
+        return pending, tuple(render_chunks(question.text, adapter.capabilities))
+
     async def ask(
         self,
         adapter: Adapter,
         target: ReplyTarget,
         thread_id: str,
-        asker_id: str,
-        question: Question,
+        pending: PendingQuestion,
+        chunks: Sequence[Chunk],
     ) -> SentRef:
-        pending = PendingQuestion(asker_id=asker_id, text=question.text, options=question.options)
         await self._questions.put(thread_id, pending)
-        chunks = render_chunks(question.text, adapter.capabilities)
-        if adapter.capabilities.buttons and question.options:
-            prompt = QuestionPrompt(pending.question_id, question.options, asker_id)
+        if adapter.capabilities.buttons and pending.options:
+            prompt = QuestionPrompt(pending.question_id, pending.options, pending.asker_id)
             sent = await adapter.ask(target, chunks, prompt)
         else:
             sent = await adapter.send(target, chunks)
         if sent.message_ids:
             await self._questions.set_message(thread_id, pending, sent.message_ids[-1])
-        _log.info("question.asked", options=len(question.options))
+        _log.info("question.asked", options=len(pending.options))
         return sent
 
     async def show_answer(

@@ -75,14 +75,26 @@ class Responder:
         except Exception as exc:  # a supervised side task: log it, never fail the turn
             _log.error("typing.crashed", error=type(exc).__name__, exc_info=exc)
 
-    async def report(self, adapter: Adapter, target: ReplyTarget, exc: BaseException) -> None:
-        """The one place an exception becomes chat text: category message + reference id."""
+    def failure_text(self, exc: BaseException, event: str = "turn.failed") -> str:
+        """The one place an exception becomes chat text: logged once with a reference id, and
+        the category's message with that id for the user."""
         ref = secrets.token_hex(4)
         category = exc.category if isinstance(exc, SwitchboardError) else "internal"
         metrics.ERRORS.labels(category=category).inc()
-        _log.error("turn.failed", ref=ref, category=category, exc_info=exc)
-        text = error_text(category, ref)
+        _log.error(event, ref=ref, category=category, exc_info=exc)
+        return error_text(category, ref)
+
+    async def report(self, adapter: Adapter, target: ReplyTarget, exc: BaseException) -> None:
+        """Say `failure_text` now, outside a turn (a gate failed); a failed send is logged."""
+        text = self.failure_text(exc)
         try:
             await adapter.send(target, [Chunk(text=text, plain=text)])
         except Exception as send_exc:
-            _log.error("error_reply.failed", ref=ref, error=type(send_exc).__name__)
+            _log.error("error_reply.failed", error=type(send_exc).__name__)
+
+    async def notice(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
+        """A side remark within a turn (a file left out): the turn goes on if it is refused."""
+        try:
+            await self.send_text(adapter, target, text)
+        except SwitchboardError as exc:
+            _log.warning("notice.failed", category=exc.category)

@@ -1,5 +1,5 @@
-"""Retrying the manager's closing steps (record answered, finish the entry) through a storage
-blip: each step is idempotent, so running them all again is safe."""
+"""Retrying the manager's idempotent steps (receipts, record answered, finish the entry) through
+a storage blip: running them all again is safe."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from switchboard.errors import StorageError
 
@@ -16,13 +22,20 @@ __all__ = ["Step", "run_idempotent"]
 Step = Callable[[], Awaitable[Any]]
 
 
-async def run_idempotent(steps: Sequence[Step], delays_s: Sequence[float]) -> list[Any]:
+async def run_idempotent(
+    steps: Sequence[Step], delays_s: Sequence[float], *, at_least_s: float = 0.0
+) -> list[Any]:
     """Run the steps concurrently; on a StorageError run them all again, backing off from
-    `delays_s[0]`, at most `len(delays_s)` more times; then the last error is raised."""
+    `delays_s[0]`, at least `len(delays_s)` more times and for at least `at_least_s` (a turn's
+    closing steps keep trying for the lock's TTL: its keeper runs meanwhile); then the last
+    error is raised."""
+    stop = stop_after_attempt(len(delays_s) + 1)
+    if at_least_s > 0:
+        stop = stop & stop_after_delay(at_least_s)
     results: list[Any] = []
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(StorageError),
-        stop=stop_after_attempt(len(delays_s) + 1),
+        stop=stop,
         wait=wait_exponential(multiplier=delays_s[0], max=5),
         reraise=True,
     ):

@@ -1,5 +1,5 @@
-"""One agent run for a batch: kept alive by the lock keeper, shown as typing or as a streamed
-reply, cancelled by `/stop`, a timeout or a lost lock.
+"""One agent run for a batch: shown as typing or as a streamed reply, cancelled by `/stop`, a
+timeout or a lost lock (the hold around it cancels the whole batch then).
 
 With streaming on and an adapter that `Streams`, the model's text goes to a `ReplyStream` as it
 is written; the turn's delivery then settles that stream on the final chunks (`finish`), or takes
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -20,13 +20,13 @@ from channels.adapter import ReplyStream, Streams
 from channels.manager.batches import Batch
 from channels.manager.config import ManagerConfig, TurnRunner
 from channels.manager.context import TurnSession
-from channels.manager.ports import LockStore
+from channels.manager.hold import LockLost
 from channels.manager.replies import Responder
 from channels.manager.stream_policy import StreamPolicy
 from storage.checkpoint import FencedOut
 from switchboard.errors import AgentError, StorageError
 
-__all__ = ["AgentRuns", "LockLost"]
+__all__ = ["AgentRuns", "RunOutcome"]
 
 _log = structlog.get_logger(__name__)
 
@@ -34,8 +34,13 @@ STOPPED_TEXT = "Stopped."
 STOPPED_NOTE = "(stopped)"
 
 
-class LockLost(Exception):
-    """The thread lock expired under a running turn; another worker answers the batch."""
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """The agent's result, or what to say instead (stopped, timed out, failed with a reference
+    id already logged); neither when the chat already saw the end (a stopped stream's note)."""
+
+    result: TurnResult | None = None
+    said: str = ""
 
 
 class _Shown:
@@ -73,12 +78,10 @@ class AgentRuns:
         self,
         *,
         runtime: TurnRunner,
-        locks: LockStore,
         responder: Responder,
         config: ManagerConfig,
     ) -> None:
         self._runtime = runtime
-        self._locks = locks
         self._say = responder
         self._config = config
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
@@ -91,9 +94,9 @@ class AgentRuns:
         turn.cancel()
         return True
 
-    async def run(self, session: TurnSession, batch: Batch) -> TurnResult | None:
-        """The agent's result; None when the user already got an answer another way (stopped,
-        timed out, failed with a reference id). A kept stream is left in `session.stream`."""
+    async def run(self, session: TurnSession, batch: Batch) -> RunOutcome:
+        """Run the batch's turn. A kept stream is left in `session.stream`. Storage errors and
+        a lost lock propagate: the batch is not answered then."""
         runner = self._runtime.resume if batch.resume else self._runtime.run_turn
         thread_id, adapter, target = session.thread_id, session.adapter, session.target
         assert target is not None
@@ -106,8 +109,6 @@ class AgentRuns:
         started = time.monotonic()
         turn = asyncio.create_task(runner(thread_id, batch.text, context), name=f"turn:{thread_id}")
         self._running[thread_id] = turn
-        lost = asyncio.Event()
-        keeper = asyncio.create_task(self._keep(session, turn, lost), name=f"lock:{thread_id}")
         typing = asyncio.create_task(self._say.typing_until(adapter, target, answered))
         try:
             try:
@@ -117,19 +118,17 @@ class AgentRuns:
                 await typing
             self._streams.record(time.monotonic() - started)
             session.stream = shown.stream if shown is not None else None
-            return result
+            return RunOutcome(result=result)
         except asyncio.CancelledError:
             if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
-            if lost.is_set():
                 await _take_back(shown)
-                raise LockLost from None
+                raise
             _log.info("turn.stopped")
             if shown is not None and shown.anything:
                 await shown.stream.cancel(STOPPED_NOTE)
-            else:
-                await _take_back(shown)
-                await self._say.send_text(adapter, target, STOPPED_TEXT)
+                return RunOutcome()
+            await _take_back(shown)
+            return RunOutcome(said=STOPPED_TEXT)
         except FencedOut:
             await _take_back(shown)
             raise LockLost from None
@@ -137,39 +136,13 @@ class AgentRuns:
             await _take_back(shown)
             raise  # not an answer: the batch stays queued and is run again once Redis is back
         except TimeoutError:
-            _log.warning("turn.timed_out", timeout_s=self._config.turn_timeout_s)
             await _take_back(shown)
-            await self._say.report(adapter, target, AgentError("turn timed out"))
+            return RunOutcome(said=self._say.failure_text(AgentError("turn timed out")))
         except Exception as exc:
             await _take_back(shown)
-            await self._say.report(adapter, target, exc)
+            return RunOutcome(said=self._say.failure_text(exc))
         finally:
-            keeper.cancel()
             self._running.pop(thread_id, None)
-        return None
-
-    async def _keep(
-        self, session: TurnSession, turn: asyncio.Task[TurnResult], lost: asyncio.Event
-    ) -> None:
-        """Extend the lock while the turn runs; honour `/stop` from any process; cancel the turn
-        when the lock is gone (its checkpoint write would be refused anyway)."""
-        lock = session.lock
-        interval = max(0.05, min(1.0, lock.ttl_s / 3))
-        while not turn.done():
-            await asyncio.sleep(interval)
-            try:
-                held, stop = await self._locks.keep(lock)
-            except StorageError as exc:
-                _log.warning("lock.extend_failed", error=str(exc))
-                continue
-            if not held:
-                lost.set()
-                turn.cancel()
-                return
-            if stop:
-                _log.info("turn.stop_requested")
-                turn.cancel()
-                return
 
 
 async def _take_back(shown: _Shown | None) -> None:

@@ -1,10 +1,16 @@
 """Turns: the only owner of a thread's lock, queue, follow-ups and stop.
 
 A message joins its thread's queue (`ThreadQueue.submit`); if the lock was free this worker holds
-it and answers the queue batch by batch until it is empty, each batch removed only after its reply
-was sent. A busy thread keeps the message for its holder, and the sender sees ⏳. Whatever fails
-mid-turn, the batch stays queued and the thread is watched (`Orphans`), so another worker answers
-it; a turn whose lock is lost is cancelled and its checkpoint write is fenced off.
+the thread (`ThreadHold`: one keeper for everything done under the lock) and answers the queue
+batch by batch until it is empty. For each batch the answer is recorded in the reply ledger
+before its first send, each piece the platform accepts is receipted, and the batch leaves the
+queue with its last piece. A batch taken again (a crash, a lost lock, a Redis error) resends
+from the ledger and never runs the model twice.
+
+Every failure inside a hold ends in `_hold`'s one boundary: logged once with a reference id,
+then the batch is either answered (an error line for a failure that would only repeat) or
+handed back to the queue, watched, and tried again after a backoff. Each take of a batch counts
+one attempt; past `max_attempts` the batch is answered with an error line instead of run again.
 """
 
 from __future__ import annotations
@@ -13,27 +19,31 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import structlog
 
 from channels import metrics
-from channels.adapter import AckKind, Adapter
-from channels.manager.batches import Batch, pick_batch
+from channels.adapter import AckKind, Adapter, Chunk
+from channels.manager.batches import Batch, pick_batch, recorded_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
-from channels.manager.delivery import ReplyDelivery
+from channels.manager.delivery import Delivered, ReplyDelivery
 from channels.manager.files import fetch_batch_files
+from channels.manager.hold import LockLost, ThreadHold
+from channels.manager.ledger import CorruptRecord, Piece, TurnRecord
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.retry import Step, run_idempotent
-from channels.manager.runs import AgentRuns, LockLost
-from channels.message import Platform
+from channels.manager.runs import AgentRuns, RunOutcome
+from channels.message import Platform, ReplyTarget
+from channels.render import render_chunks
 from storage import Slot, SlotState
 from storage.thread_queue import sortable_entry_id
-from switchboard.errors import StorageError
+from switchboard.errors import AgentError, StorageError, is_transient
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk
@@ -47,6 +57,7 @@ _FULL_TEXT = (
     "Please send it again after my next reply."
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
+_MAX_BACKOFF_S = 600.0
 
 
 class TurnScheduler:
@@ -61,15 +72,12 @@ class TurnScheduler:
         usage: UsageDesk | None = None,
     ) -> None:
         self._usage = usage
-        self._runtime = runtime
         self._s = stores
         self._questions = questions
         self._say = responder
         self._config = config
         self._delivery = ReplyDelivery(questions=questions, responder=responder)
-        self._runs = AgentRuns(
-            runtime=runtime, locks=stores.locks, responder=responder, config=config
-        )
+        self._runs = AgentRuns(runtime=runtime, responder=responder, config=config)
 
     def stop_local(self, thread_id: str) -> bool:
         return self._runs.stop_local(thread_id)
@@ -111,12 +119,13 @@ class TurnScheduler:
                 self._s.orphans.watch(ctx.thread_id),
                 self._say.acknowledge(ctx.adapter, ctx.msg, AckKind.QUEUED),
             )
-            await self._s.inbox.finish([ctx.entry_id])
-            return Outcome.HANDED_OVER
+            return Outcome.QUEUED
         assert slot.lock is not None
         session = TurnSession(ctx.adapter, ctx.thread_id, slot.lock, own_entry=ctx.entry_id)
-        await self._hold(session, slot)
-        return Outcome.HANDED_OVER if session.own_entry is None else Outcome.RETRY
+        handed_back = await self._hold(session, slot)
+        if session.own_entry is None:
+            return Outcome.HANDED_OVER
+        return Outcome.QUEUED if handed_back else Outcome.RETRY
 
     async def sweep(self, thread_id: str, seen: float, adapters: dict[Platform, Adapter]) -> None:
         """Answer a queue whose holder went away (crash, lost lock, failed last step)."""
@@ -128,119 +137,238 @@ class TurnScheduler:
         if slot.state is SlotState.RUN:
             adapter = _adapter_for(slot, adapters)
             assert slot.lock is not None
-            if adapter is None:
-                _log.error("sweep.no_adapter")
+            if adapter is None:  # a process that serves this platform will take it
+                _log.info("sweep.not_served_here")
                 await self._s.locks.release(slot.lock)
+                await self._s.orphans.watch(thread_id)
                 return
-            _log.info("thread.orphans_resumed", count=len(slot.items))
-            await self._hold(TurnSession(adapter, thread_id, slot.lock), slot)
+            _log.info("thread.orphans_resumed", count=len(slot.items), attempt=slot.attempt)
+            if not await self._hold(TurnSession(adapter, thread_id, slot.lock), slot):
+                return  # not handed back cleanly: stay watched
         await self._s.orphans.forget(thread_id, seen)
 
-    # -- holding the lock ------------------------------------------------------------------
+    # -- holding the thread ----------------------------------------------------------------
 
-    async def _hold(self, session: TurnSession, slot: Slot) -> None:
-        """Answer batches until the queue is empty; on any failure leave the queue to the
-        sweeper (watched) and never keep the lock past this call."""
+    async def _hold(self, session: TurnSession, slot: Slot) -> bool:
+        """Answer batches until the queue is empty, under one keeper. The one failure boundary
+        of a turn: whatever fails is logged once and the batch is answered or handed back,
+        never left under a held lock. True when the queue is done or safely handed back."""
         try:
-            while slot.state is SlotState.RUN:
-                slot = await self._batch(session, slot)
+            async with ThreadHold(
+                self._s.locks,
+                session.lock,
+                on_stop=lambda: self._runs.stop_local(session.thread_id),
+            ):
+                while slot.state is SlotState.RUN:
+                    session.attempt = slot.attempt
+                    slot = await self._batch(session, slot)
+            if slot.state is SlotState.LOST:
+                _log.warning("lock.lost_before_finish")
+                return await self._hand_back(session, release=False, after_s=None)
+            return True
         except LockLost:
-            _log.warning("lock.lost")
-            await self._hand_back(session, release=False)
-        except StorageError as exc:
-            _log.warning("turn.storage_failed", error=str(exc))
-            await self._hand_back(session, release=True)
+            return await self._hand_back(session, release=False, after_s=None)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._hand_back(session, release=True))
+                await asyncio.shield(self._hand_back(session, release=True, after_s=None))
             raise
-        if slot.state is SlotState.LOST:
-            _log.warning("lock.lost_before_finish")
-            await self._hand_back(session, release=False)
+        except Exception as exc:
+            if is_transient(exc):
+                _log.warning("turn.retry_later", error=str(exc), attempt=session.attempt)
+                return await self._hand_back(
+                    session, release=True, after_s=self._backoff_s(session.attempt)
+                )
+            text = self._say.failure_text(exc, "turn.crashed")
+            return await self._give_up(session, text)
 
-    async def _hand_back(self, session: TurnSession, *, release: bool) -> None:
-        """The queue is durable; make sure someone answers it: watch the thread, then let the
-        inbox entry go (its message is in the queue)."""
+    def _backoff_s(self, attempt: int) -> float:
+        """Wait before the next attempt: the lock TTL, doubling; the last one comes soon."""
+        grace = self._config.lock_ttl_s
+        if attempt >= self._config.max_attempts:
+            return grace
+        return min(_MAX_BACKOFF_S, grace * 2 ** max(0, attempt - 1))
+
+    async def _hand_back(
+        self, session: TurnSession, *, release: bool, after_s: float | None
+    ) -> bool:
+        """The queue is durable; make sure someone answers it: watch the thread (after the
+        backoff), then free the lock. False if even that failed (the own entry, still
+        pending, then brings the message back through a reclaim)."""
         try:
-            await self._s.orphans.watch(session.thread_id)
+            await self._s.orphans.watch(session.thread_id, after_s)
             if release:
                 await self._s.locks.release(session.lock)
-            if session.own_entry is not None:
-                await self._s.inbox.finish([session.own_entry])
-                session.own_entry = None
-        except StorageError as exc:  # the entry stays pending: a reclaim resubmits it
+        except StorageError as exc:
             _log.warning("turn.hand_back_failed", error=str(exc))
+            return False
+        return True
+
+    async def _give_up(self, session: TurnSession, text: str) -> bool:
+        """A failure that would only repeat: say so once (best effort), let the batch go, and
+        leave whatever queued behind it to the sweeper."""
+        batch = session.batch
+        if batch is not None and batch.messages:
+            try:
+                if session.target is not None:
+                    await self._say.notice(session.adapter, session.target, text)
+                await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
+            except Exception as exc:  # the boundary itself must not fail: hand back instead
+                _log.warning("turn.give_up_failed", error=type(exc).__name__)
+        return await self._hand_back(session, release=True, after_s=None)
+
+    # -- one batch -------------------------------------------------------------------------
 
     async def _batch(self, session: TurnSession, slot: Slot) -> Slot:
-        batch = pick_batch(slot.items, slot.question, max_chars=self._config.max_input_chars)
-        if batch.dropped:
-            _log.warning("queue.dropped_entries", count=batch.dropped)
-        question_id = ""
-        if batch.messages:
+        recorded = self._recorded(slot)
+        if recorded is not None:
+            record, batch = recorded
+            session.batch = batch
+            session.target = _target(batch)
+            assert slot.ledger is not None
+            receipts = slot.ledger.receipts
+            _log.info("turn.resumed_from_ledger", pieces=len(record.pieces), sent=len(receipts))
+        else:
+            batch = pick_batch(slot.items, slot.question, max_chars=self._config.max_input_chars)
+            session.batch = batch
+            if batch.dropped:
+                _log.warning("queue.dropped_entries", count=batch.dropped)
+            if not batch.messages:
+                return await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
             if len(slot.items) > len(batch.entry_ids) or len(batch.messages) > 1:
                 _log.info("message.follow_up", count=len(batch.messages))
-            question_id = await self._answer(session, batch, slot)
-        return await self._finish(session, batch, question_id)
+            session.target = _target(batch)
+            if slot.attempt > self._config.max_attempts:
+                error = AgentError(f"gave up after {slot.attempt - 1} attempts")
+                text = self._say.failure_text(error, "turn.gave_up")
+                record = TurnRecord(tuple(batch.entry_ids), pieces=_said(session.adapter, text))
+            else:
+                record = await self._answer(session, batch, slot)
+            receipts = {}
+            if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
+                raise LockLost
+        delivered = await self._delivery.deliver(
+            session, record, receipts, lambda sent: self._receipt(session, sent)
+        )
+        return await self._finish(session, batch, record, delivered)
 
-    async def _answer(self, session: TurnSession, batch: Batch, slot: Slot) -> str:
-        """Run the turn for a batch and send its reply; the id of the question it answered."""
+    def _recorded(self, slot: Slot) -> tuple[TurnRecord, Batch] | None:
+        """The batch an earlier attempt recorded an answer for, if it is still the queue's."""
+        if slot.ledger is None:
+            return None
+        try:
+            record = TurnRecord.decode(slot.ledger.record)
+        except CorruptRecord as exc:
+            _log.warning("ledger.corrupt", error=str(exc))
+            return None
+        batch = recorded_batch(slot.items, record.entries)
+        return None if batch is None else (record, batch)
+
+    async def _receipt(self, session: TurnSession, sent: dict[int, str]) -> None:
+        await run_idempotent(
+            [lambda: self._s.queue.receipt(session.thread_id, sent)],
+            self._config.retry_delays_s,
+            at_least_s=session.lock.ttl_s,
+        )
+
+    async def _answer(self, session: TurnSession, batch: Batch, slot: Slot) -> TurnRecord:
+        """Run the turn for a batch: its answer as pieces to send."""
         last = batch.last
-        target = last.target
-        if not last.is_dm and len(batch.messages) > 1:
-            target = replace(target, reply_to_id=last.provider_message_id or target.reply_to_id)
+        target = session.target
+        assert target is not None
         question = slot.question if batch.resume else None
+        answered = question.question_id if question is not None else ""
+        entries = tuple(batch.entry_ids)
         if question is not None:
             await self._questions.show_answer(session.adapter, target, question, batch.text)
-        session.target = target
         session.context = turn_context(last, fence=session.lock.token)
         structlog.contextvars.bind_contextvars(thread_id=session.thread_id)
         files, notices = await fetch_batch_files(
             session.adapter, batch.messages, self._config.max_attachment_bytes
         )
         for notice in notices:
-            await self._say.send_text(session.adapter, target, notice)
+            await self._say.notice(session.adapter, target, notice)
         if files:
             session.context = replace(session.context, files=tuple(files))
         elif not batch.text.strip():
-            return ""  # every file was refused and there is no text: the notices answer it
+            return TurnRecord(entries, answered_question=answered)  # the notices answer it
         started = time.perf_counter()
-        result = await self._runs.run(session, batch)
-        if result is not None:
-            structlog.contextvars.bind_contextvars(run_id=result.run_id)
-            session.charge = (last, result)
-            try:
-                await self._delivery.deliver(session, result, last.sender_id)
-            except StorageError:
-                raise
-            except Exception as exc:  # the platform refused the reply: say so, once
-                await self._say.report(session.adapter, target, exc)
-            metrics.TURN_LATENCY.labels(platform=str(last.platform)).observe(
-                time.perf_counter() - started
-            )
-        return question.question_id if question is not None else ""
+        outcome = await self._runs.run(session, batch)
+        metrics.TURN_LATENCY.labels(platform=str(last.platform)).observe(
+            time.perf_counter() - started
+        )
+        return self._record(session, entries, answered, outcome)
 
-    async def _finish(self, session: TurnSession, batch: Batch, question_id: str) -> Slot:
-        """Record the batch answered (with the reply's ids, so replies to them find the thread)
-        and take the next batch; idempotent, so a storage blip is retried."""
-        lock, thread_id = session.lock, session.thread_id
-        work: list[Step] = [lambda: self._s.queue.finish(lock, batch.entry_ids, question_id)]
-        sent_ids, session.sent_ids = session.sent_ids, []
-        if sent_ids:
-            platform, chat = str(session.adapter.platform), session.sent_chat
-            work.append(
-                lambda: self._s.threads.remember_messages(platform, chat, sent_ids, thread_id)
+    def _record(
+        self, session: TurnSession, entries: tuple[str, ...], answered: str, outcome: RunOutcome
+    ) -> TurnRecord:
+        adapter, result = session.adapter, outcome.result
+        if result is None:
+            pieces = _said(adapter, outcome.said) if outcome.said else ()
+            return TurnRecord(entries, pieces=pieces, answered_question=answered)
+        structlog.contextvars.bind_contextvars(run_id=result.run_id)
+        assert session.batch is not None
+        pieces: tuple[Piece, ...]
+        if result.question is not None:
+            pending, chunks = self._questions.prepare(
+                adapter, session.batch.last.sender_id, result.question
             )
+            pieces = (Piece("question", question=pending, chunks=chunks),)
+        else:
+            chunks = self._say.reply_chunks(adapter, result.reply_text)
+            pieces = tuple(Piece("chunk", chunk=c) for c in chunks)
+        pieces += tuple(Piece("file", file=f) for f in result.files)
+        return TurnRecord(entries, result.run_id, pieces, answered, result.usage)
+
+    async def _finish(
+        self, session: TurnSession, batch: Batch, record: TurnRecord, delivered: Delivered | None
+    ) -> Slot:
+        """Record the batch answered (with the reply's ids where a reply to them continues the
+        thread) and take the next batch. Idempotent, so it is retried through a Redis outage
+        for at least the lock TTL, with the keeper still running."""
+        lock, thread_id = session.lock, session.thread_id
+        work: list[Step] = [
+            lambda: self._s.queue.finish(lock, batch.entry_ids, record.answered_question)
+        ]
+        if (
+            delivered is not None
+            and delivered.message_ids
+            and batch.messages
+            and not batch.last.is_dm
+        ):
+            platform, chat, ids = (
+                str(session.adapter.platform),
+                delivered.chat_id,
+                delivered.message_ids,
+            )
+            work.append(lambda: self._s.threads.remember_messages(platform, chat, ids, thread_id))
         own = session.own_entry
-        if own is not None and sortable_entry_id(own) in batch.entry_ids:
-            work.append(lambda: self._s.inbox.finish([own]))
-        charge, session.charge = session.charge, None
-        if charge is not None and self._usage is not None:
-            usage, (payer, result) = self._usage, charge
-            work.append(lambda: usage.record(payer, result))  # idempotent per run id
-        results = await run_idempotent(work, self._config.retry_delays_s)
-        if own is not None and sortable_entry_id(own) in batch.entry_ids:
+        finishes_own = own is not None and sortable_entry_id(own) in batch.entry_ids
+        if finishes_own:
+            work.append(lambda: self._s.inbox.finish([own]))  # type: ignore[list-item]
+        charge = record.charge()
+        if charge is not None and self._usage is not None and batch.messages:
+            usage, payer = self._usage, batch.last
+            work.append(lambda: usage.record(payer, charge))  # idempotent per run id
+        results = await run_idempotent(work, self._config.retry_delays_s, at_least_s=lock.ttl_s)
+        if finishes_own:
             session.own_entry = None
+        session.batch = None
         return results[0]
+
+
+def _said(adapter: Adapter, text: str) -> tuple[Piece, ...]:
+    chunks: Sequence[Chunk] = render_chunks(text, adapter.capabilities) or [Chunk(text, text)]
+    return tuple(Piece("chunk", chunk=c) for c in chunks)
+
+
+def _target(batch: Batch) -> ReplyTarget:
+    """Where a batch's answer goes: the thread of its last message, replying to it when
+    several messages were joined in a group (so it is clear which burst it answers)."""
+    last = batch.last
+    target = last.target
+    if not last.is_dm and len(batch.messages) > 1:
+        target = replace(target, reply_to_id=last.provider_message_id or target.reply_to_id)
+    return target
 
 
 def _adapter_for(slot: Slot, adapters: dict[Platform, Adapter]) -> Adapter | None:

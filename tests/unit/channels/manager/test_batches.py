@@ -65,8 +65,10 @@ def test_a_sender_without_a_name_is_shown_by_id() -> None:
 
 def test_the_batch_stops_before_max_chars_would_be_exceeded() -> None:
     items = _items(_msg("aaaa"), _msg("bbbb"), _msg("cccc"))
-    batch = pick_batch(items, None, max_chars=8)
+    # joined in a group: "name-u1: aaaa\n\nname-u1: bbbb" is 28 characters
+    batch = pick_batch(items, None, max_chars=28)
     assert batch.entry_ids == ["e0", "e1"]
+    assert len(batch.text) == 28
     assert pick_batch(items, None, max_chars=7).entry_ids == ["e0"]
 
 
@@ -160,3 +162,19 @@ def test_a_press_for_an_option_that_does_not_exist_is_dropped_not_a_crash() -> N
     )
     batch = pick([QueuedItem("000-1", encode(press))], question, max_chars=100)
     assert batch.messages == [] and batch.entry_ids == ["000-1"] and batch.dropped == 1
+
+
+def test_a_joined_batch_counts_its_separators_and_names_against_max_chars() -> None:
+    items = _items(_msg("a" * 100), _msg("b" * 100), _msg("c" * 100))
+    for limit in range(100, 400):
+        batch = pick_batch(items, None, max_chars=limit)
+        assert len(batch.entry_ids) == 1 or len(batch.text) <= limit, limit
+    assert pick_batch(items, None, max_chars=219).entry_ids == ["e0"]
+    assert pick_batch(items, None, max_chars=220).entry_ids == ["e0", "e1"]
+
+
+def test_a_joined_dm_batch_counts_only_its_separators() -> None:
+    items = _items(_msg("a" * 100, is_dm=True), _msg("b" * 100, is_dm=True))
+    assert pick_batch(items, None, max_chars=201).entry_ids == ["e0"]
+    batch = pick_batch(items, None, max_chars=202)
+    assert (batch.entry_ids, len(batch.text)) == (["e0", "e1"], 202)

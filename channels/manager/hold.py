@@ -1,0 +1,80 @@
+"""Holding a thread: one keeper for everything done under its lock.
+
+Like aiogram's `RedisEventIsolation.lock`, the hold is an `async with` around the whole handling
+of a thread's batches (file fetches, the model run, questions, notices, every send and upload,
+recording the batch answered), and whoever enters it keeps the lock alive and learns of its
+loss in one place. So a slow send can no longer outlive the lock: while the lock holds, the send
+may wait as long as the platform makes it; once the lock is gone, the body is cancelled and the
+hold raises `LockLost` (the next holder resends from the reply ledger instead of re-running).
+The keeper also takes a `/stop` request from any process and passes it to `on_stop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import TracebackType
+
+import structlog
+
+from channels.manager.ports import LockStore
+from storage import Lock
+from switchboard.errors import StorageError
+
+__all__ = ["LockLost", "ThreadHold"]
+
+_log = structlog.get_logger(__name__)
+
+
+class LockLost(Exception):
+    """The thread lock expired under the hold; the batch is left to the next holder."""
+
+
+class ThreadHold:
+    def __init__(self, locks: LockStore, lock: Lock, *, on_stop: Callable[[], object]) -> None:
+        self._locks = locks
+        self._lock = lock
+        self._on_stop = on_stop
+        self._body: asyncio.Task[object] | None = None
+        self._keeper: asyncio.Task[None] | None = None
+        self.lost = False
+
+    async def __aenter__(self) -> ThreadHold:
+        self._body = asyncio.current_task()
+        self._keeper = asyncio.create_task(self._keep(), name=f"hold:{self._lock.thread_id}")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        assert self._keeper is not None and self._body is not None
+        self._keeper.cancel()
+        await asyncio.gather(self._keeper, return_exceptions=True)
+        if self.lost and exc_type is asyncio.CancelledError and self._body.uncancel() == 0:
+            raise LockLost from None  # our own cancellation: the body stopped because of it
+        return False
+
+    async def _keep(self) -> None:
+        """Extend the lock every third of its TTL; a Redis blip is retried on the next beat
+        (the lock outlives several); a lock found gone cancels the body."""
+        lock = self._lock
+        interval = max(0.05, min(1.0, lock.ttl_s / 3))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                held, stop = await self._locks.keep(lock)
+            except StorageError as exc:
+                _log.warning("lock.extend_failed", error=str(exc))
+                continue
+            if not held:
+                _log.warning("lock.lost")
+                self.lost = True
+                assert self._body is not None
+                self._body.cancel()
+                return
+            if stop:
+                _log.info("turn.stop_requested")
+                self._on_stop()
