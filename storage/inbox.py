@@ -41,6 +41,19 @@ local n = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
 redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
 return n
 """
+# ARGV: group consumer ids... Resets the idle time of those ids still pending for this consumer,
+# in one step: an entry another consumer reclaimed meanwhile is left to it.
+_TOUCH = """
+local claim = {'XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0}
+for i = 3, #ARGV do
+  local row = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1, ARGV[2])
+  if #row > 0 then claim[#claim + 1] = ARGV[i] end
+end
+if #claim == 5 then return 0 end
+claim[#claim + 1] = 'JUSTID'
+redis.call(unpack(claim))
+return #claim - 6
+"""
 
 
 class InboxFull(StorageError):
@@ -76,6 +89,7 @@ class Inbox:
         self.claim_idle_ms = int(claim_idle_s * 1000)
         self._append = client.register_script(_APPEND)
         self._finish = client.register_script(_FINISH)
+        self._touch = client.register_script(_TOUCH)
         self._cursor = "0-0"
 
     async def ensure_group(self) -> None:
@@ -161,22 +175,13 @@ class Inbox:
 
     async def touch(self, ids: list[str]) -> None:
         """Reset the idle time of entries this consumer still works on (a long turn), so no
-        other consumer reclaims them. Only entries still ours are touched: one another consumer
-        reclaimed while we stalled is its now, and claiming it back would run it twice."""
+        other consumer reclaims them. Only entries still ours are touched, checked and claimed in
+        one script: one another consumer reclaimed while we stalled is its now, and claiming it
+        back would run it twice."""
         if not ids:
             return
         try:
-            rows = await self._r.xpending_range(
-                self.key,
-                GROUP,
-                min="-",
-                max="+",
-                count=max(len(ids), 1000),
-                consumername=self.consumer,
-            )
-            mine = sorted({_text(r["message_id"]) for r in rows} & set(ids))
-            if mine:
-                await self._r.xclaim(self.key, GROUP, self.consumer, 0, mine, justid=True)
+            await self._touch(keys=[self.key], args=[GROUP, self.consumer, *sorted(set(ids))])
         except RedisError as exc:
             raise StorageError(f"inbox touch failed: {exc.__class__.__name__}") from None
 

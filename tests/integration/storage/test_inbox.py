@@ -211,3 +211,34 @@ async def test_touch_never_takes_back_an_entry_another_consumer_reclaimed(
     await stalled.touch([entry_id])  # the stalled one wakes up and keeps "its" entries fresh
     rows = await redis.xpending_range(keys.inbox(), GROUP, min="-", max="+", count=10)
     assert [r["consumer"].decode() for r in rows] == ["other"]
+
+
+async def test_touch_checks_and_claims_in_one_step_so_a_reclaim_cannot_slip_between(
+    redis: aioredis.Redis, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stalled, other = _inbox(redis, keys, "stalled"), _inbox(redis, keys, "other")
+    await stalled.ensure_group()
+    entry_id = await stalled.append(b"slow")
+    await stalled.read(count=10, block_s=0.05)
+
+    async def reclaimed() -> list:  # type: ignore[type-arg]
+        entries, _gone = await other.reclaim(count=10)
+        return entries
+
+    send = redis.execute_command
+    replies: list[object] = []
+
+    async def reclaim_after_the_first_reply(*args: object, **options: object) -> object:
+        reply = await send(*args, **options)
+        if not replies:  # touch's first round trip is back: the other consumer acts now
+            replies.append(reply)
+            await wait_until(reclaimed, timeout=5.0)
+        return reply
+
+    monkeypatch.setattr(redis, "execute_command", reclaim_after_the_first_reply)
+    await stalled.touch([entry_id])
+    monkeypatch.undo()
+
+    assert replies
+    rows = await redis.xpending_range(keys.inbox(), GROUP, min="-", max="+", count=10)
+    assert [r["consumer"].decode() for r in rows] == ["other"]
