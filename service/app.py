@@ -61,6 +61,7 @@ from storage import (
     ThreadMap,
     ThreadQueue,
     UsageLedger,
+    maxmemory_policy,
     open_redis,
 )
 from switchboard.errors import ConfigError
@@ -77,6 +78,10 @@ _log = structlog.get_logger(__name__)
 
 WebhookHandler = Callable[[Any], Awaitable[Any]]
 DRAIN_TIMEOUT_S = 20.0  # a shutdown waits this long for turns in flight to reply
+_EVICTION_WARNING = (
+    "Redis maxmemory-policy is {policy}: under memory pressure Redis may evict locks, queues and "
+    "dedupe marks; set it to noeviction"
+)
 
 
 @dataclass(slots=True)
@@ -93,13 +98,20 @@ class Core:
     usage: UsageDesk | None = None
     mcp_file: McpConfigFile | None = None  # SWITCHBOARD_MCP_CONFIG, edited by the admin API
     owners: list[ConnectionOwner] = field(default_factory=list)
+    redis_policy: str | None = "noeviction"  # read at start; None: CONFIG GET was denied
 
     def status(self) -> dict[str, object]:
-        """For `/readyz`: this process's role and the exclusive connections it holds."""
-        return {
+        """For `/readyz`: this process's role and the exclusive connections it holds, and a
+        Redis that may evict our keys (or whose policy could not be read)."""
+        details: dict[str, object] = {
             "role": self.settings.role,
             "leases": sorted(o.name for o in self.owners if o.owner),
         }
+        if self.redis_policy != "noeviction":
+            details["redis_maxmemory_policy"] = self.redis_policy or "unknown"
+        if self.redis_policy not in (None, "noeviction"):
+            details["warnings"] = [_EVICTION_WARNING.format(policy=self.redis_policy)]
+        return details
 
 
 def _secret(value: Any) -> str | None:
@@ -306,6 +318,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             )
         )
         core = await stack.enter_async_context(build_core(settings, client))
+        core.redis_policy = await _check_eviction(client)
         core.adapters = build_adapters(settings, core.manager, client=client)
         if http and not core.adapters:
             _log.warning(
@@ -357,6 +370,14 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
             role=settings.role,
         )
         yield core
+
+
+async def _check_eviction(client: redis.Redis) -> str | None:
+    """`maxmemory-policy` at start; anything but noeviction is logged as a warning."""
+    policy = await maxmemory_policy(client)
+    if policy is not None and policy != "noeviction":
+        _log.warning("redis.eviction_policy", policy=policy, hint="set noeviction")
+    return policy
 
 
 async def _own(

@@ -9,7 +9,13 @@ from storage.accounts import (
     InvalidAccountName,
 )
 from storage.checkpoint import RedisCheckpointSaver
-from storage.connection import DEFAULT_MAX_CONNECTIONS, EmbeddedValkey, connect, open_redis
+from storage.connection import (
+    DEFAULT_MAX_CONNECTIONS,
+    EmbeddedValkey,
+    connect,
+    maxmemory_policy,
+    open_redis,
+)
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
 from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
@@ -117,6 +123,7 @@ __all__ = [
     "WrongTokenKind",
     "connect",
     "is_wellformed_id",
+    "maxmemory_policy",
     "open_redis",
     "windows_at",
 ]

@@ -25,6 +25,7 @@ from typing import IO, Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
+import structlog
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
@@ -47,6 +48,7 @@ __all__ = [
     "WaitingPool",
     "connect",
     "describe",
+    "maxmemory_policy",
     "open_redis",
 ]
 
@@ -54,6 +56,8 @@ RedisClient: TypeAlias = "redis.Redis | RedisCluster"
 """What `connect` returns: one node's client, or a cluster client with the same command API."""
 
 DEFAULT_MAX_CONNECTIONS = 128
+
+_log = structlog.get_logger(__name__)
 
 _LOCK_FILE = "switchboard.lock"
 _URL_FILE = "switchboard.url"  # the running server's URL, for CLI commands run beside it
@@ -366,6 +370,26 @@ async def _check_reachable(client: Any, url: str, *, cluster: bool) -> None:
         raise StorageError(
             f"Redis at {where} is a cluster node; set SWITCHBOARD_REDIS_CLUSTER=true"
         )
+
+
+async def maxmemory_policy(client: Any) -> str | None:
+    """The server's `maxmemory-policy`, or None when it cannot be read (managed services often
+    deny or rename CONFIG). Anything but `noeviction` lets Redis evict keys under memory
+    pressure, and the `volatile-*` policies pick exactly the keys with a TTL: locks, queues,
+    dedupe marks."""
+    try:
+        reply = await client.config_get("maxmemory-policy")
+    except RedisError as exc:
+        _log.debug("redis.config_unreadable", error=exc.__class__.__name__)
+        return None
+    for name, value in (reply or {}).items():
+        if _str(name) == "maxmemory-policy":
+            return _str(value)
+    return None
+
+
+def _str(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _cluster_disabled(exc: BaseException) -> bool:
