@@ -13,8 +13,10 @@ answers each message once, including the `message` twin of an `app_mention`.
 Replies arrive rendered as mrkdwn and chunked to `LIMITS.max_len`. Every message, edit, stream
 call and notice first waits on the channel's send budget (`slack/pacing.py`: this process's, or
 the fleet's in Redis when the service passes a shared `pacer`); a 429 that still happens is
-retried by slack-sdk's rate-limit handler, which sleeps for `Retry-After`. slack-sdk errors
-become `switchboard.errors` here and nowhere else.
+retried by slack-sdk's rate-limit handler, which sleeps for `Retry-After`. A connection error is
+retried only for calls that are safe to repeat (`slack/retries.py`): a lost response to a post
+must not become a second message. slack-sdk errors become `switchboard.errors` here and nowhere
+else.
 """
 
 from __future__ import annotations
@@ -32,10 +34,6 @@ from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.internals import parse_body
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
@@ -64,6 +62,7 @@ from channels.slack.events import (
 )
 from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
 from channels.slack.pacing import SEND_LIMITS, SlackLimits, SlackPacing
+from channels.slack.retries import retry_handlers
 from channels.slack.stream import Refusals, SlackStream
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
@@ -129,10 +128,7 @@ class SlackAdapter:
             token=bot_token,
             base_url=api_base if api_base.endswith("/") else api_base + "/",
             timeout=_API_TIMEOUT_S,
-            retry_handlers=[
-                AsyncConnectionErrorRetryHandler(),
-                AsyncRateLimitErrorRetryHandler(max_retry_count=3),
-            ],
+            retry_handlers=retry_handlers(rate_limit_retries=3),
         )
         self._app = AsyncApp(
             client=self._client,

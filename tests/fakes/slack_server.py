@@ -2,7 +2,9 @@
 
 The real `AsyncWebClient` (base_url = `api_base`) and slack-bolt's Socket Mode client talk to it
 over the wire, in Slack's own JSON shapes. Every Web API call is recorded (`calls`, `calls_to`);
-`fail_next` makes the next N calls of a method answer 429 with `Retry-After`. The websocket sends
+`fail_next` makes the next N calls of a method answer 429 with `Retry-After`; `drop_reply` makes
+the next N calls of a method run (recorded, and acted on) and then cuts the connection without an
+answer, as a network that loses Slack's response does. The websocket sends
 `hello` on connect; `push_event` / `push_action` send envelopes and `wait_ack` waits for the
 client's ack of one. `signed_headers` builds Events API request headers the way Slack signs them.
 
@@ -67,6 +69,7 @@ class FakeSlack:
     refuse_streaming: str | None = None  # an error code for every chat.startStream
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _failures: dict[str, list[int]] = field(default_factory=dict)
+    _drops: dict[str, int] = field(default_factory=dict)
     _reactions: set[tuple[str, str, str]] = field(default_factory=set)
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
@@ -186,6 +189,11 @@ class FakeSlack:
     def fail_next(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
         self._failures.setdefault(method, []).extend([retry_after] * times)
+
+    def drop_reply(self, method: str, *, times: int = 1) -> None:
+        """The next `times` calls of `method` are carried out, then their connection is cut
+        before the response is sent: the caller cannot tell whether Slack accepted them."""
+        self._drops[method] = self._drops.get(method, 0) + times
 
     def calls_to(self, method: str, *, ok_only: bool = True) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method and (c.status == 200 or not ok_only)]
@@ -360,6 +368,10 @@ class FakeSlack:
         else:
             body = handler(params)
         self.calls.append(ApiCall(method, params, token, response=body))
+        if self._drops.get(method):
+            self._drops[method] -= 1
+            assert request.transport is not None
+            request.transport.abort()
         return web.json_response(body)
 
     def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:

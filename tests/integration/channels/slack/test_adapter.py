@@ -17,7 +17,7 @@ from starlette.routing import Route
 from channels.adapter import AckKind, Chunk, QuestionPrompt
 from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.slack import SlackAdapter
-from switchboard.errors import PlatformAuthError, PlatformRateLimited
+from switchboard.errors import PlatformAuthError, PlatformError, PlatformRateLimited
 from tests.fakes.slack_server import FakeSlack, signed_headers
 from tests.support import wait_until
 
@@ -482,3 +482,35 @@ async def test_persistent_429_becomes_platform_rate_limited(
     with pytest.raises(PlatformRateLimited) as info:
         await http_adapter.edit(target(), "1.0", Chunk("x", "x"))
     assert info.value.retry_after == 0
+
+
+async def test_a_post_whose_reply_was_lost_is_not_sent_again(
+    fake: FakeSlack, http_adapter: SlackAdapter
+) -> None:
+    fake.drop_reply("chat.postMessage")
+    with pytest.raises(PlatformError) as info:
+        await http_adapter.send(target(), [Chunk("only once", "only once")])
+    assert info.value.code == "network"
+    assert fake.posted_texts() == ["only once"]  # Slack took it; no second copy followed
+
+    fake.drop_reply("chat.postEphemeral")
+    with pytest.raises(PlatformError):
+        await http_adapter.notify(inbound(), "just for you", private=True)
+    assert len(fake.calls_to("chat.postEphemeral")) == 1
+
+
+async def test_idempotent_calls_are_sent_again_after_a_lost_reply(
+    fake: FakeSlack, http_adapter: SlackAdapter
+) -> None:
+    ref = await http_adapter.send(target(), [Chunk("draft", "draft")])
+    fake.drop_reply("chat.update")
+    await http_adapter.edit(target(), ref.message_ids[0], Chunk("final", "final"))
+    assert [c.params["text"] for c in fake.calls_to("chat.update")] == ["final", "final"]
+
+    fake.drop_reply("reactions.add")
+    await http_adapter.acknowledge(inbound(), AckKind.RECEIVED)  # the repeat: already_reacted
+    assert len(fake.calls_to("reactions.add")) == 2
+
+    fake.drop_reply("users.info")
+    assert await http_adapter.is_workspace_admin(inbound(sender="UADMIN"))
+    assert len(fake.calls_to("users.info")) == 2
