@@ -24,7 +24,7 @@ from channels.manager.ports import DedupeStore, RateStore
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver, creates_conversation
-from channels.message import Platform
+from channels.message import InboundMessage, Platform
 from storage import Claim, RateDecision
 
 if TYPE_CHECKING:
@@ -101,9 +101,10 @@ class AccessAndRate:
     """The per-sender flood limit (for every typed message, commands included) and linked
     access (for all but the commands that grant it), read in one round trip of wall time."""
 
-    def __init__(self, access: AccessGate | None, rate: RateStore) -> None:
+    def __init__(self, access: AccessGate | None, rate: RateStore, responder: Responder) -> None:
         self._access = access
         self._rate = rate
+        self._say = responder
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         msg = ctx.msg
@@ -118,7 +119,7 @@ class AccessAndRate:
         if decision is not RateDecision.ALLOW:
             _log.info("message.rate_limited", decision=str(decision))
             if decision is RateDecision.NOTIFY:
-                await ctx.adapter.notify(msg, RATE_TEXT)
+                await self._say.refuse(ctx.adapter, msg, RATE_TEXT)
             return Outcome.ANSWERED
         if not allowed:
             return Outcome.ANSWERED
@@ -132,7 +133,7 @@ class AccessAndRate:
             return True
         _log.info("message.denied", notice=decision.notice is not None)
         if decision.notice:
-            await ctx.adapter.notify(ctx.msg, decision.notice)
+            await self._say.refuse(ctx.adapter, ctx.msg, decision.notice)
         return False
 
 
@@ -150,11 +151,17 @@ class Commands:
 class BudgetGate:
     """A sender over their daily or weekly model budget gets the reset time, not a turn."""
 
-    def __init__(self, usage: UsageDesk | None) -> None:
+    def __init__(self, usage: UsageDesk | None, responder: Responder) -> None:
         self._usage = usage
+        self._say = responder
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
-        if self._usage is not None and not await self._usage.admit(ctx.msg, ctx.adapter.notify):
+        adapter = ctx.adapter
+
+        async def refuse(msg: InboundMessage, text: str) -> None:
+            await self._say.refuse(adapter, msg, text)
+
+        if self._usage is not None and not await self._usage.admit(ctx.msg, refuse):
             return Outcome.ANSWERED
         return await call_next(ctx)
 
@@ -171,13 +178,13 @@ class InputLimits:
         msg = ctx.msg
         readable = any(a.kind != "sticker" for a in msg.attachments)
         if msg.button is None and not msg.text.strip() and not readable:
-            await self._say.send_text(ctx.adapter, msg.target, UNSUPPORTED_TEXT)
+            await self._say.refuse(ctx.adapter, msg, UNSUPPORTED_TEXT)
             return Outcome.ANSWERED
         if len(msg.text) > self._max:
             _log.info("message.too_long", chars=len(msg.text))
-            await self._say.send_text(
+            await self._say.refuse(
                 ctx.adapter,
-                msg.target,
+                msg,
                 f"That message is too long for me ({len(msg.text):,} characters; the limit is "
                 f"{self._max:,}). Please shorten it or send it in parts.",
             )

@@ -96,10 +96,10 @@ class Manager:
         self._chain = build_chain(
             [
                 DedupeGate(stores.dedupe),
-                AccessAndRate(access, stores.rate),
+                AccessAndRate(access, stores.rate, say),
                 LinkAndHelp(commands),
                 Commands(commands),
-                BudgetGate(usage),
+                BudgetGate(usage, say),
                 InputLimits(say, config.max_input_chars),
                 Routing(resolver, questions, say, self._background),
             ],

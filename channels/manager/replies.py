@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from dataclasses import replace
 
 import structlog
 
@@ -91,6 +92,12 @@ class Responder:
             await adapter.send(target, [Chunk(text=text, plain=text)])
         except Exception as send_exc:
             _log.error("error_reply.failed", error=type(send_exc).__name__)
+
+    async def refuse(self, adapter: Adapter, msg: InboundMessage, text: str) -> None:
+        """A message that will not be answered (queue full, too long, rate or budget limit):
+        said as a reply to that message, so in a busy DM it is clear which one was refused."""
+        target = replace(msg.target, reply_to_id=msg.provider_message_id or None)
+        await adapter.send(target, [Chunk(text=text, plain=text)])
 
     async def notice(self, adapter: Adapter, target: ReplyTarget, text: str) -> None:
         """A side remark within a turn (a file left out): the turn goes on if it is refused."""

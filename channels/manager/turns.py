@@ -106,11 +106,11 @@ class TurnScheduler:
             return Outcome.DUPLICATE
         if slot.state is SlotState.FULL:
             _log.info("message.refused_queue_full", depth=slot.depth)
-            await ctx.adapter.notify(ctx.msg, _FULL_TEXT.format(n=slot.depth))
+            await self._say.refuse(ctx.adapter, ctx.msg, _FULL_TEXT.format(n=slot.depth))
             return Outcome.ANSWERED
         if slot.state is SlotState.BUSY:
             _log.info("message.rejected_busy")
-            await ctx.adapter.notify(ctx.msg, _BUSY_TEXT)
+            await self._say.refuse(ctx.adapter, ctx.msg, _BUSY_TEXT)
             return Outcome.ANSWERED
         if slot.state is SlotState.QUEUED:
             metrics.QUEUE_DEPTH.labels(platform=str(ctx.msg.platform)).set(slot.depth)
@@ -237,12 +237,12 @@ class TurnScheduler:
             if len(slot.items) > len(batch.entry_ids) or len(batch.messages) > 1:
                 _log.info("message.follow_up", count=len(batch.messages))
             session.target = _target(batch)
-            if slot.attempt > self._config.max_attempts:
+            if slot.attempt > self._config.max_attempts:  # said once, never recorded
                 error = AgentError(f"gave up after {slot.attempt - 1} attempts")
                 text = self._say.failure_text(error, "turn.gave_up")
-                record = TurnRecord(tuple(batch.entry_ids), pieces=_said(session.adapter, text))
-            else:
-                record = await self._answer(session, batch, slot)
+                await self._say.notice(session.adapter, session.target, text)
+                return await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
+            record = await self._answer(session, batch, slot)
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
                 raise LockLost

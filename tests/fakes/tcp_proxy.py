@@ -3,7 +3,10 @@ network drops a connection after the server acted on a command but before the an
 
 `drop_reply(n)` arms it: the n-th chunk the server sends after arming (on any connection) is
 swallowed and that connection is cut on both sides, so the client gets a connection error for a
-command the server did run. Everything else is forwarded byte for byte.
+command the server did run. `cut_requests(marker)` cuts every connection on which the client
+sends bytes containing `marker`, before the server sees them (the command never runs: a network
+that fails one kind of request every time). `go_down()` / `come_up()` close every connection and
+refuse new ones meanwhile: the server is unreachable. Everything else is forwarded byte for byte.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ class TcpProxy:
     port: int = 0
     dropped: int = 0
     replies: int = 0  # server chunks forwarded since the last arming
+    cuts: int = 0  # connections cut by `cut_requests`
     _countdown: int = 0
+    _marker: bytes = b""
+    _down: bool = False
     _server: asyncio.Server | None = None
     _pipes: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -52,12 +58,28 @@ class TcpProxy:
         self._countdown = nth
         self.replies = 0
 
+    def cut_requests(self, marker: bytes) -> None:
+        """Cut any connection whose client sends `marker` (b"" = stop cutting)."""
+        self._marker = marker
+
+    def go_down(self) -> None:
+        """Close every connection and refuse new ones until `come_up`."""
+        self._down = True
+        for task in list(self._pipes):
+            task.cancel()
+
+    def come_up(self) -> None:
+        self._down = False
+
     def count_replies(self) -> None:
         """Start counting forwarded server chunks, dropping nothing."""
         self._countdown = 0
         self.replies = 0
 
     async def _accept(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        if self._down:
+            client_w.close()
+            return
         try:
             server_r, server_w = await asyncio.open_connection(self.target_host, self.target_port)
         except OSError:
@@ -79,6 +101,9 @@ class TcpProxy:
     ) -> None:
         try:
             while chunk := await reader.read(65536):
+                if not from_server and self._marker and self._marker in chunk:
+                    self.cuts += 1
+                    break  # the request never reaches the server
                 if from_server:
                     if self._countdown:
                         self._countdown -= 1

@@ -42,6 +42,7 @@ from aiohttp import web
 __all__ = ["TOKEN", "Call", "FakeTelegram", "utf16_len"]
 
 TOKEN = "123456789:AAFakeTokenForSwitchboardTests_0123"
+_UPLOAD_LIMIT = 50 * 1024 * 1024 + 65536  # the Bot API's 50 MB document upload, plus the form
 _JSON_FIELDS = frozenset(
     {
         "reply_markup",
@@ -141,6 +142,8 @@ class FakeTelegram:
         self._update_ids = itertools.count(1000)
         self._arrived = asyncio.Event()
         self._faults: dict[str, deque[_Fault]] = defaultdict(deque)
+        self._holds: dict[str, deque[float]] = defaultdict(deque)
+        self.held: list[str] = []  # methods whose call is being held right now (or was)
         self._open_dms: set[int] = set()
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
@@ -158,7 +161,7 @@ class FakeTelegram:
     # -- server ---------------------------------------------------------------------------
 
     async def start(self) -> str:
-        app = web.Application()
+        app = web.Application(client_max_size=_UPLOAD_LIMIT)
         app.router.add_route("POST", "/bot{token}/{method}", self._handle)
         app.router.add_route("GET", "/bot{token}/{method}", self._handle)
         app.router.add_route("GET", "/file/bot{token}/{path:.+}", self._download)
@@ -187,6 +190,10 @@ class FakeTelegram:
         handler = getattr(self, f"_m_{method.lower()}", None)
         if handler is None:
             return _error(404, "Not Found: method not found")
+        holds = self._holds.get(method.lower())
+        if holds and await self._held(request, method, holds.popleft()):
+            self.calls.append(Call(method, params, 499))
+            return web.Response(status=499)  # the caller hung up: nothing was sent
         faults = self._faults.get(method.lower())
         if faults:
             fault = faults.popleft()
@@ -230,6 +237,26 @@ class FakeTelegram:
     ) -> None:
         for _ in range(times):
             self._faults[method.lower()].append(_Fault(status, description, retry_after))
+
+    def hold_next(self, method: str, seconds: float, *, after: int = 0) -> None:
+        """The call after the next `after` calls of `method` waits `seconds` before it is
+        processed (a slow platform, or a send paced for long); if the caller hangs up meanwhile
+        (a killed worker), it is dropped unprocessed."""
+        holds = self._holds[method.lower()]
+        holds.extend([0.0] * after)
+        holds.append(seconds)
+
+    async def _held(self, request: web.Request, method: str, seconds: float) -> bool:
+        """Wait out a hold; whether the caller went away meanwhile."""
+        if seconds <= 0:
+            return False
+        self.held.append(method)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if request.transport is None or request.transport.is_closing():
+                return True
+        return False
 
     def flood_next(self, method: str, *, retry_after: int = 1, times: int = 1) -> None:
         """The next `times` calls get 429 Too Many Requests with `retry_after`."""

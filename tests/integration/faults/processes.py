@@ -33,6 +33,7 @@ class Worker:
         *,
         role: Literal["all", "ingress", "worker"] = "all",
         mode: Literal["polling", "webhook"] = "webhook",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.env = {
@@ -52,6 +53,7 @@ class Worker:
             "SWITCHBOARD_RATE_LIMIT": "100000",
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
             "SWITCHBOARD_PUBLIC_URL": "https://switchboard.example",
+            **(env or {}),
         }
         self.data = data
         self.proc: asyncio.subprocess.Process | None = None

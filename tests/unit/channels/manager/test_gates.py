@@ -55,7 +55,7 @@ class Chain:
         self.handle = build_chain(
             [
                 DedupeGate(MemoryDedupe()),  # type: ignore[arg-type]
-                AccessAndRate(None, MemoryRate(limit=rate_limit)),  # type: ignore[arg-type]
+                AccessAndRate(None, MemoryRate(limit=rate_limit), say),  # type: ignore[arg-type]
                 LinkAndHelp(_HelpOnly(say)),  # type: ignore[arg-type]
                 InputLimits(say, max_chars=100),
                 Routing(
@@ -101,8 +101,9 @@ async def test_help_is_flood_limited_like_any_message() -> None:
     chain = Chain(rate_limit=3)
     outcomes = [await chain.send(msg("/help", f"h{n}"), f"{n}-0") for n in range(6)]
     assert outcomes == [Outcome.ANSWERED] * 6
-    assert chain.adapter.texts() == ["help text"] * 3
-    assert [t for _, t, _ in chain.adapter.notices if "too fast" in t] != []
+    assert chain.adapter.texts()[:3] == ["help text"] * 3
+    refusals = [s for s in chain.adapter.sent if "too fast" in s.text]
+    assert refusals and refusals[0].target.reply_to_id == "h3"  # it replies to what it refuses
 
 
 async def test_blank_and_oversized_messages_get_a_notice_and_no_turn() -> None:
@@ -111,6 +112,8 @@ async def test_blank_and_oversized_messages_get_a_notice_and_no_turn() -> None:
     assert await chain.send(msg("x" * 101, "b2"), "2-0") is Outcome.ANSWERED
     assert chain.reached == []
     assert "too long" in chain.adapter.texts()[-1]
+    # even in a DM, each refusal is a reply to the message it refuses
+    assert [s.target.reply_to_id for s in chain.adapter.sent] == ["b1", "b2"]
 
 
 async def test_a_group_message_not_for_the_bot_is_ignored_and_a_dm_gets_a_thread() -> None:
