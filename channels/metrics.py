@@ -11,6 +11,8 @@ __all__ = [
     "BUDGET_REFUSALS",
     "DEDUPE_HITS",
     "ERRORS",
+    "INGRESS_PAUSES",
+    "INGRESS_WAITING",
     "MESSAGES_IN",
     "MESSAGES_OUT",
     "MODEL_SPEND",
@@ -51,4 +53,14 @@ BUDGET_REFUSALS = Counter(
     "switchboard_budget_refusals_total",
     "Messages refused because the sender's usage budget is spent",
     ["platform", "window"],
+)
+INGRESS_WAITING = Gauge(
+    "switchboard_ingress_waiting",
+    "Events read from a gateway that the inbox has not taken yet",
+    ["platform"],
+)
+INGRESS_PAUSES = Counter(
+    "switchboard_ingress_pauses_total",
+    "Times a gateway stopped being read because too many events waited for the inbox",
+    ["platform"],
 )

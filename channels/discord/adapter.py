@@ -64,6 +64,7 @@ from channels.discord.events import (
 from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
 from channels.discord.pacing import SEND_LIMITS, DiscordLimits, DiscordPacing
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
+from channels.metrics import INGRESS_PAUSES, INGRESS_WAITING
 from channels.send_budget import LocalPacer, Pacer
 from channels.streaming import EditStream, MessageOps
 from switchboard.errors import PlatformAuthError, PlatformError
@@ -72,6 +73,7 @@ __all__ = [
     "EDIT_INTERVAL_S",
     "INTENTS",
     "LIMITS",
+    "MAX_WAITING",
     "BotIdentity",
     "DiscordAdapter",
     "DiscordShard",
@@ -92,6 +94,7 @@ LIMITS = Capabilities(
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
 
 EDIT_INTERVAL_S = 1.2  # Discord allows 5 edits per 5 s in a channel; keep under it
+MAX_WAITING = 256  # events read but not yet taken by the inbox before the gateway is paused
 
 _NO_PINGS = discord.AllowedMentions.none()
 _PLATFORM = str(Platform.DISCORD)
@@ -166,6 +169,9 @@ class DiscordAdapter:
     (`shards`, one lease each in the service) runs its own `discord.Client(shard_id, shard_count)`:
     a session per shard starts and stops on its own as its lease comes and goes, which
     `AutoShardedClient` (shards fixed at connect) does not offer.
+    At most about `max_waiting` events wait for the inbox at once (`_take_in`): past that the
+    gateway is paused, and discord.py resumes it once they are taken. `heartbeat_timeout` is
+    discord.py's bound on one gateway read (60 s; tests shorten it).
     """
 
     platform = Platform.DISCORD
@@ -183,9 +189,16 @@ class DiscordAdapter:
         pacer: Pacer | None = None,
         send_limits: DiscordLimits = SEND_LIMITS,
         shards: int = 1,
+        max_waiting: int = MAX_WAITING,
+        heartbeat_timeout: float = 60.0,
     ) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
+        self._max_waiting = max_waiting
+        self._heartbeat_timeout = heartbeat_timeout
+        self._waiting = 0  # inbound events read and not yet taken (or given up)
+        self._read_gate = asyncio.Event()  # cleared: no gateway session reads (client.py)
+        self._read_gate.set()
         self._token = token
         self._pacing = DiscordPacing(pacer or LocalPacer(), send_limits)
         self._deliver = deliver
@@ -211,11 +224,14 @@ class DiscordAdapter:
 
     def _new_client(self, ready: asyncio.Event, shard: tuple[int, int] | None) -> SwitchboardClient:
         client = SwitchboardClient(
-            http=RoutedHTTP(api_base=self._api_base, gateway_url=self._gateway_url),
+            http=RoutedHTTP(
+                api_base=self._api_base, gateway_url=self._gateway_url, read_gate=self._read_gate
+            ),
             intents=INTENTS,
             guild_ready_timeout=self._guild_ready_timeout,
             on_ready=ready.set,
             shard=shard,
+            heartbeat_timeout=self._heartbeat_timeout,
         )
         client.state.on_message_payload = self._on_message_payload
         client.state.on_press = self._on_press
@@ -339,6 +355,7 @@ class DiscordAdapter:
         if self._stopped:
             return
         self._stopped = True
+        self._read_gate.set()  # a paused session must see its close
         await asyncio.gather(*(self.close_shard(i) for i in list(self._sessions)))
         with contextlib.suppress(Exception):
             async with asyncio.timeout(10.0):
@@ -406,10 +423,30 @@ class DiscordAdapter:
             "discord.gateway_ended", shard=gateway.shard, error=type(exc).__name__ if exc else None
         )
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
+
+    def _take_in(self, coro: Any) -> None:
+        """Handle one inbound event in its own task. While the inbox cannot take them (a Redis
+        outage), tasks would pile up one per event: at `max_waiting` the gateway stops being
+        read, and it is read again once half of them were taken. Discord holds the rest."""
+        self._waiting += 1
+        INGRESS_WAITING.labels(_PLATFORM).set(self._waiting)
+        if self._waiting >= self._max_waiting and self._read_gate.is_set():
+            self._read_gate.clear()
+            INGRESS_PAUSES.labels(_PLATFORM).inc()
+            _log.warning("discord.ingress_paused", waiting=self._waiting)
+        self._spawn(coro).add_done_callback(self._taken)
+
+    def _taken(self, _task: asyncio.Task[None]) -> None:
+        self._waiting -= 1
+        INGRESS_WAITING.labels(_PLATFORM).set(self._waiting)
+        if not self._read_gate.is_set() and self._waiting <= self._max_waiting // 2:
+            self._read_gate.set()
+            _log.info("discord.ingress_resumed", waiting=self._waiting)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -426,11 +463,11 @@ class DiscordAdapter:
 
     def _on_message_payload(self, payload: dict[str, Any]) -> None:
         if not self._stopped:
-            self._spawn(self._handle_message(payload))
+            self._take_in(self._handle_message(payload))
 
     def _on_press(self, payload: dict[str, Any], interaction: discord.Interaction) -> None:
         if not self._stopped:
-            self._spawn(self._handle_press(payload, interaction))
+            self._take_in(self._handle_press(payload, interaction))
 
     def _clients(self) -> list[SwitchboardClient]:
         """Whose caches know guilds, channels and threads: ours, and each open shard's."""

@@ -14,6 +14,16 @@ sees them all); otherwise the one `GET /gateway/bot` returns at `api_base`, used
 would dial its built-in default, while resumes follow READY's `resume_gateway_url` as usual.
 Reconnect/resume and 429 handling stay discord.py's own.
 
+Pausing the gateway. discord.py has no public way to stop reading events (its parsers run inside
+its read loop and cannot wait). `RoutedHTTP` can be given a `read_gate` (an `asyncio.Event`): the
+main gateway socket it opens reads the next frame only while the gate is set. A cleared gate
+stops the read loop where it is, so nothing more is parsed and memory stays flat; heartbeats still
+go out (discord.py sends them from its own thread). A pause longer than the read timeout (the
+heartbeat timeout, 60 s) ends in discord.py's usual timeout path: it closes the socket (4000) and
+reconnects, and the new connection waits at the gate before its HELLO, so its RESUME (with the
+last sequence read) is sent only once the gate opens, and Discord replays what was missed (while
+the session is still resumable).
+
 Raw payloads. `TappedState` guards every parser (a payload discord.py cannot parse is logged and
 skipped, not fatal to the connection), lets discord.py parse MESSAGE_CREATE as usual and then hands the wire
 dict to the adapter; component interactions whose custom id is ours are handed over with their
@@ -22,6 +32,7 @@ dict to the adapter; component interactions whose custom id is ours are handed o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,6 +49,7 @@ from channels.discord.events import parse_custom_id
 
 __all__ = [
     "DEFAULT_API_BASE",
+    "GatedSocket",
     "PayloadHook",
     "PressHook",
     "RoutedHTTP",
@@ -62,14 +74,35 @@ def _rebase(url: str, api_base: str) -> str:
     return url
 
 
-class RoutedHTTP(HTTPClient):
-    """discord.py's HTTP client, aimed at `api_base` and our gateway."""
+class GatedSocket:
+    """A gateway websocket that reads the next frame only while `gate` is set. Waiting at the gate
+    counts against the read's own timeout, so discord.py's timeout handling stays in charge."""
 
-    def __init__(self, *, api_base: str, gateway_url: str | None) -> None:
+    def __init__(self, socket: Any, gate: asyncio.Event) -> None:
+        self._socket = socket
+        self._gate = gate
+
+    async def receive(self, timeout: float | None = None) -> Any:
+        if not self._gate.is_set():
+            await asyncio.wait_for(self._gate.wait(), timeout)
+        return await self._socket.receive(timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._socket, name)
+
+
+class RoutedHTTP(HTTPClient):
+    """discord.py's HTTP client, aimed at `api_base` and our gateway, whose main gateway socket
+    is read only while `read_gate` is set (when one is given)."""
+
+    def __init__(
+        self, *, api_base: str, gateway_url: str | None, read_gate: asyncio.Event | None = None
+    ) -> None:
         super().__init__(discord.utils.MISSING)
         self.api_base = api_base.rstrip("/")
         self.gateway_url = gateway_url
         self.discovered_gateway: str | None = None
+        self.read_gate = read_gate
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
         route.url = _rebase(route.url, self.api_base)
@@ -94,9 +127,10 @@ class RoutedHTTP(HTTPClient):
         return str(yarl.URL(target).with_query(asked.query))
 
     async def ws_connect(self, url: str, *, compress: int = 0) -> Any:
-        if compress == 0:  # the main gateway; voice connects pass their own compression level
-            url = self.gateway_for(url)
-        return await super().ws_connect(url, compress=compress)
+        if compress != 0:  # voice connects pass their own compression level
+            return await super().ws_connect(url, compress=compress)
+        socket = await super().ws_connect(self.gateway_for(url), compress=compress)
+        return socket if self.read_gate is None else GatedSocket(socket, self.read_gate)
 
 
 class RoutedWebhooks(AsyncWebhookAdapter):
@@ -178,13 +212,16 @@ class SwitchboardClient(discord.Client):
         guild_ready_timeout: float,
         on_ready: Callable[[], None],
         shard: tuple[int, int] | None = None,
+        heartbeat_timeout: float = 60.0,
     ) -> None:
-        """`shard` (id, count) makes this client one shard's gateway session; None: all of it."""
+        """`shard` (id, count) makes this client one shard's gateway session; None: all of it.
+        `heartbeat_timeout` bounds each gateway read (discord.py's own default: 60 s)."""
         sharding = {"shard_id": shard[0], "shard_count": shard[1]} if shard else {}
         super().__init__(
             intents=intents,
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout,
+            heartbeat_timeout=heartbeat_timeout,
             max_messages=None,
             chunk_guilds_at_startup=False,
             **sharding,

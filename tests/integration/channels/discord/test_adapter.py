@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
 
 from channels.adapter import AckKind, Chunk, QuestionPrompt
 from channels.discord import DiscordAdapter
 from channels.message import InboundMessage
-from switchboard.errors import PlatformAuthError, PlatformError
+from switchboard.errors import PlatformAuthError, PlatformError, StorageError
 from tests.fakes.discord_server import FakeDiscord
 from tests.support import wait_until
 
@@ -355,3 +358,90 @@ async def test_api_errors_are_translated(
     with pytest.raises(PlatformError) as caught:
         await adapter.send(inbox[0].target, [chunk("x")])
     assert caught.value.code == 50007 and caught.value.platform == "discord"
+
+
+async def test_an_inbox_outage_pauses_the_gateway_at_the_bound_and_loses_nothing(
+    fake: FakeDiscord,
+) -> None:
+    taken: list[str] = []
+    attempts: Counter[str] = Counter()
+    outage = [True]
+
+    async def deliver(msg: InboundMessage) -> None:
+        attempts[msg.text] += 1
+        if outage[0]:
+            raise StorageError("inbox append failed: ConnectionError")
+        taken.append(msg.text)
+
+    adapter = DiscordAdapter(
+        token=fake.token,
+        api_base=fake.api_base,
+        guild_ready_timeout=0.05,
+        deliver=deliver,
+        max_waiting=4,
+    )
+    await adapter.start()
+    try:
+        with capture_logs() as logs:
+            for n in range(12):
+                await fake.user_message(f"m{n}", dm=True)
+
+            def retried_while_paused() -> bool:  # long enough for unread events to show up
+                return len(attempts) >= 4 and min(attempts.values()) >= 3
+
+            await wait_until(retried_while_paused)
+            assert sorted(attempts) == ["m0", "m1", "m2", "m3"]  # the rest was not read
+            assert _waiting() == 4
+            outage[0] = False
+            await wait_until(lambda: len(taken) == 12)
+        assert sorted(taken) == sorted(f"m{n}" for n in range(12))
+        assert _waiting() == 0
+        # Paused, resumed; a burst read at once after the outage may pause it briefly again.
+        events = [e["event"] for e in logs if e["event"].startswith("discord.ingress")]
+        assert events[:2] == ["discord.ingress_paused", "discord.ingress_resumed"]
+        assert events[::2] == ["discord.ingress_paused"] * len(events[::2])
+        assert events[-1] == "discord.ingress_resumed"
+    finally:
+        await adapter.stop()
+
+
+def _waiting() -> float | None:
+    return REGISTRY.get_sample_value("switchboard_ingress_waiting", {"platform": "discord"})
+
+
+async def test_a_pause_longer_than_the_read_timeout_resumes_and_replays_what_was_missed(
+    fake: FakeDiscord,
+) -> None:
+    taken: list[str] = []
+    outage = [True]
+
+    async def deliver(msg: InboundMessage) -> None:
+        if outage[0]:
+            raise StorageError("inbox append failed: ConnectionError")
+        taken.append(msg.text)
+
+    adapter = DiscordAdapter(
+        token=fake.token,
+        api_base=fake.api_base,
+        guild_ready_timeout=0.05,
+        deliver=deliver,
+        max_waiting=2,
+        heartbeat_timeout=0.5,
+    )
+    await adapter.start()
+    try:
+        for n in range(2):
+            await fake.user_message(f"before {n}", dm=True)
+        await wait_until(lambda: _waiting() == 2)
+        resumes = fake.resumes
+        for n in range(3):
+            await fake.user_message(f"paused {n}", dm=True)
+        # Paused past the read timeout: discord.py closes the session's socket and reconnects,
+        # and the new connection waits at the gate (no RESUME is sent while paused).
+        await wait_until(lambda: fake.connected_shards() == [], timeout=5.0)
+        outage[0] = False
+        await wait_until(lambda: len(taken) == 5, timeout=10.0)
+        assert sorted(taken) == ["before 0", "before 1", "paused 0", "paused 1", "paused 2"]
+        assert fake.resumes > resumes and fake.identifies == 1  # resumed, never re-identified
+    finally:
+        await adapter.stop()
