@@ -19,6 +19,7 @@ from agent.mcp_config import MASK, load_mcp_config, mask_config, merge_config, v
 from agent.model import build_model
 from agent.reply import extract_reply
 from agent.result import ModelCall, Question, TurnContext, TurnResult, TurnUsage
+from agent.sandbox import prepare_files_dir
 from agent.tools import ask_clarification, builtin_tools, current_time
 from agent.tracing import (
     TracingConfig,
@@ -64,6 +65,7 @@ __all__ = [
     "mask_config",
     "merge_config",
     "parse_agent_spec",
+    "prepare_files_dir",
     "question_from_interrupt",
     "run_metadata",
     "spans_inline_when_untraced",

@@ -7,6 +7,7 @@ a PDF and an executable called `notes.txt` is only named. Then:
 | sniffed as               | the model gets                                                      |
 |--------------------------|---------------------------------------------------------------------|
 | image (PNG, JPEG, GIF, WebP, BMP, TIFF) | a text line `[image: <name>, <W>x<H>]` + an `image` block (base64), downscaled with Pillow so the long side is at most `MAX_IMAGE_SIDE` px |
+| image over `max_image_pixels` (width x height, read from the header) | only `[file: <name> (image, WxH): too large to look at …]`; never decoded |
 | PDF                      | `[file: <name> (PDF, N pages)]` + its text (pypdf), capped          |
 | UTF-8 text (no NULs)     | `[file: <name> (text/plain)]` + the text, capped                    |
 | audio or video, transcribed (`agent.transcription`) | `[audio: <name>, transcribed]` + the transcript, capped |
@@ -14,6 +15,14 @@ a PDF and an executable called `notes.txt` is only named. Then:
 
 The user's own words come first, as the first text block; `split_content` undoes the layout (the
 demo model and the lean-checkpoint rewrite use it).
+
+Images are the one input whose cost is not bounded by its size: a 600 KB PNG can claim 13,000 x
+13,000 pixels and take gigabytes to decode. So the header is read first and anything over
+`max_image_pixels` is refused undecoded; a JPEG is decoded at the smallest scale libjpeg offers
+that still covers the target (`Image.draft`), other formats are reduced by whole factors before
+resampling (`thumbnail`'s `reducing_gap`). Names in notes are the user's (or a platform's) text:
+`note_name` keeps them on one line, without brackets or control characters, so a file name
+cannot close a note and write text the model would take for ours.
 
 Lean checkpoints (`lean_messages`, run by `LeanAttachmentsMiddleware` once per turn, before the
 agent's first model call): image blocks stay in the thread for the last `KEEP_IMAGE_TURNS` human
@@ -24,7 +33,11 @@ base64) are dropped from its tool messages after the turn that sent them. So a t
 checkpoint holds a bounded number of images whatever its length.
 
 Out. A turn's files are the `send_file` artifacts of this turn's tool messages, plus the entries
-of a custom graph's `files` state key (`[{name, mime, data_b64}]`, this turn's files only).
+of a custom graph's `files` state key (this turn's files only). An entry carries the bytes
+(`{name, mime, data_b64}`) or, for a file on disk, a reference (`{name, mime, size, path}`, the
+path inside the outbound-file directory, `agent.sandbox`): the checkpoint then holds a few
+bytes instead of the file, which is read when the turn's files are collected for sending. Names
+are reduced to a safe base name (`safe_file_name`).
 """
 
 from __future__ import annotations
@@ -33,35 +46,51 @@ import base64
 import binascii
 import io
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import filetype
+import structlog
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from agent.result import FileData
+from agent.sandbox import FileRefused, read_inside
 
 __all__ = [
     "FILES_STATE_KEY",
     "KEEP_IMAGE_TURNS",
     "MAX_FILE_CHARS",
+    "MAX_IMAGE_PIXELS",
     "MAX_IMAGE_SIDE",
+    "MAX_SEND_FILE_BYTES",
     "MAX_THREAD_IMAGES",
     "OLD_FILE_CHARS",
     "SEND_FILE_TOOL",
     "LeanAttachmentsMiddleware",
     "content_blocks",
     "file_entry",
+    "file_reference",
     "human_content",
     "lean_messages",
+    "load_turn_files",
+    "note_name",
+    "safe_file_name",
     "sniff",
     "split_content",
     "text_only",
+    "turn_file_entries",
     "turn_files",
 ]
 
 MAX_IMAGE_SIDE = 1568  # what vision models resize to anyway; more only costs tokens
+# Decoding costs up to 4 bytes a pixel (twice that while an RGBA image is resampled): 40 Mpx is
+# any real camera's photo, and at most ~300 MB for a moment, not the gigabytes of a crafted one.
+MAX_IMAGE_PIXELS = 40_000_000
+MAX_SEND_FILE_BYTES = 50 * 1024 * 1024  # the largest any platform takes from a bot (Telegram)
+_MAX_NAME_CHARS = 120  # a name in a note; longer ones are cut in the middle
 MAX_FILE_CHARS = 20_000  # one file's text; a book would cost more than it helps
 KEEP_IMAGE_TURNS = 3  # human turns an image stays visible to the model
 MAX_THREAD_IMAGES = 8  # image blocks one thread's checkpoint holds at most
@@ -75,6 +104,9 @@ _IMAGE_MIMES = frozenset(
 _NOTE = re.compile(r"^\[(image|file|audio): ")
 _IMAGE_NOTE = re.compile(r"^\[image: (?P<name>.*), (?P<w>\d+)x(?P<h>\d+)\]$")
 _DROPPED = " — no longer kept]"
+_NAME_SWAPS = str.maketrans({"[": "(", "]": ")"})
+
+_log = structlog.get_logger(__name__)
 
 
 def sniff(data: bytes) -> str:
@@ -95,36 +127,46 @@ def sniff(data: bytes) -> str:
     return "text/plain"
 
 
-def content_blocks(file: FileData, *, max_chars: int = MAX_FILE_CHARS) -> list[dict[str, Any]]:
-    """One file as content blocks (see the module table); never raises for bad bytes."""
-    name = file.name or "file"
+def content_blocks(
+    file: FileData,
+    *,
+    max_chars: int = MAX_FILE_CHARS,
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
+) -> list[dict[str, Any]]:
+    """One file as content blocks (see the module table); never raises for bad bytes. The type
+    shown is the sniffed one: the platform's claim (`file.mime`) is never repeated to the model."""
+    name = note_name(file.name)
     if file.transcript is not None:
         return [_text(f"[audio: {name}, transcribed]\n{_cap(file.transcript, max_chars)}")]
     mime = sniff(file.data)
     if mime in _IMAGE_MIMES:
-        return _image_blocks(name, file.data)
+        return _image_blocks(name, file.data, max_image_pixels)
     if mime == "application/pdf":
         return [_pdf_block(name, file.data, max_chars)]
     if mime == "text/plain":
         text = file.data.decode("utf-8", errors="replace")
-        return [_text(f"[file: {name} ({file.mime or 'text/plain'})]\n{_cap(text, max_chars)}")]
+        return [_text(f"[file: {name} ({mime})]\n{_cap(text, max_chars)}")]
     return [_text(f"[file: {name} ({mime}, {len(file.data):,} bytes): not readable by me]")]
 
 
-def human_content(text: str, files: Sequence[FileData]) -> str | list[dict[str, Any]]:
+def human_content(
+    text: str, files: Sequence[FileData], *, max_image_pixels: int = MAX_IMAGE_PIXELS
+) -> str | list[dict[str, Any]]:
     """A HumanMessage's content: the text alone, or the text first and then each file's blocks."""
     if not files:
         return text
     blocks: list[dict[str, Any]] = [_text(text)] if text.strip() else []
     for file in files:
-        blocks.extend(content_blocks(file))
+        blocks.extend(content_blocks(file, max_image_pixels=max_image_pixels))
     return blocks
 
 
-def text_only(text: str, files: Sequence[FileData]) -> str:
+def text_only(
+    text: str, files: Sequence[FileData], *, max_image_pixels: int = MAX_IMAGE_PIXELS
+) -> str:
     """The same as plain text (a clarification answer goes back as a tool result, which takes
     no image): images become their one-line note."""
-    content = human_content(text, files)
+    content = human_content(text, files, max_image_pixels=max_image_pixels)
     if isinstance(content, str):
         return content
     parts = [b["text"] for b in content if b.get("type") == "text"]
@@ -227,13 +269,51 @@ class LeanAttachmentsMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
 
 def file_entry(name: str, mime: str, data: bytes) -> dict[str, str]:
-    """The agreed shape of an outgoing file in state and tool artifacts."""
+    """An outgoing file that carries its bytes (small ones: text the model wrote)."""
     return {"name": name, "mime": mime, "data_b64": base64.b64encode(data).decode("ascii")}
 
 
-def turn_files(output: Mapping[str, Any]) -> tuple[FileData, ...]:
-    """Files this turn produced: `send_file` artifacts after the last human message, then the
-    graph's `files` state key. Malformed entries are skipped, never fatal to the reply."""
+def file_reference(name: str, mime: str, size: int, path: str) -> dict[str, str | int]:
+    """An outgoing file on disk: `path` inside the outbound-file directory, read at send time,
+    so the checkpoint that keeps this entry keeps no bytes."""
+    return {"name": name, "mime": mime, "size": size, "path": path}
+
+
+def safe_file_name(name: object, default: str = "file") -> str:
+    """A base name fit to upload: no directories (either slash), no control characters, not
+    `.`/`..`, at most 255 bytes; `default` when nothing is left."""
+    text = "".join(c for c in str(name or "") if not _is_control(c))
+    base = text.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if base in ("", ".", ".."):
+        return default
+    if len(base.encode("utf-8")) > 255:  # most file systems' limit, in bytes
+        stem, dot, ext = base.rpartition(".")
+        if not dot or len(ext) > 16:
+            stem, dot, ext = base, "", ""
+        budget = 255 - len(f"{dot}{ext}".encode())
+        base = stem.encode("utf-8")[:budget].decode("utf-8", "ignore") + dot + ext
+    return base
+
+
+def note_name(name: object) -> str:
+    """A file name as it appears inside a `[file: …]` note: one line, no brackets or control
+    characters, at most `_MAX_NAME_CHARS` (cut in the middle, keeping the extension)."""
+    text = "".join(" " if _is_control(c) else c for c in str(name or "")).translate(_NAME_SWAPS)
+    text = " ".join(text.split())
+    if len(text) > _MAX_NAME_CHARS:
+        half = _MAX_NAME_CHARS // 2
+        text = f"{text[: half - 1]}…{text[-half:]}"
+    return text or "file"
+
+
+def turn_files(output: Mapping[str, Any], files_dir: Path | None = None) -> tuple[FileData, ...]:
+    """Files this turn produced (`turn_file_entries`), loaded (`load_turn_files`)."""
+    return load_turn_files(turn_file_entries(output), files_dir)
+
+
+def turn_file_entries(output: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """This turn's file entries, without reading any file: `send_file` artifacts after the
+    last human message, then the graph's `files` state key."""
     entries: list[Any] = []
     messages = list(output.get("messages") or ())
     for message in reversed(messages):
@@ -245,17 +325,47 @@ def turn_files(output: Mapping[str, Any]) -> tuple[FileData, ...]:
     state_files = output.get(FILES_STATE_KEY)
     if isinstance(state_files, list | tuple):
         entries.extend(state_files)
+    return [entry for entry in entries if isinstance(entry, Mapping)]
+
+
+def load_turn_files(
+    entries: Sequence[Mapping[str, Any]], files_dir: Path | None = None
+) -> tuple[FileData, ...]:
+    """The entries as files: bytes decoded, references read inside `files_dir` (blocking I/O;
+    call it off the event loop). Malformed or unreadable entries are skipped and logged, never
+    fatal to the reply."""
     files: list[FileData] = []
     for entry in entries:
-        if not isinstance(entry, Mapping):
+        data = _entry_bytes(entry, files_dir)
+        if data is None:
             continue
-        try:
-            data = base64.b64decode(str(entry.get("data_b64") or ""), validate=True)
-        except (binascii.Error, ValueError):
-            continue
-        name = str(entry.get("name") or "file")
+        name = safe_file_name(entry.get("name"))
         files.append(FileData(name=name, mime=str(entry.get("mime") or sniff(data)), data=data))
     return tuple(files)
+
+
+def _entry_bytes(entry: Mapping[str, Any], files_dir: Path | None) -> bytes | None:
+    path = entry.get("path")
+    if isinstance(path, str) and "data_b64" not in entry:
+        if files_dir is None:
+            _log.warning("file.reference_without_dir")
+            return None
+        try:
+            return read_inside(files_dir, path, MAX_SEND_FILE_BYTES)
+        except FileRefused as exc:
+            _log.warning("file.reference_refused", reason=str(exc))
+            return None
+    try:
+        return base64.b64decode(str(entry.get("data_b64") or ""), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _is_control(char: str) -> bool:
+    """Control, format (bidi overrides), surrogate, private-use and unassigned characters, and
+    line or paragraph separators: none belongs in a name shown on one line."""
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -272,16 +382,21 @@ def _is_image_note(block: Any) -> bool:
     return isinstance(block, dict) and bool(_IMAGE_NOTE.match(str(block.get("text") or "")))
 
 
-def _image_blocks(name: str, data: bytes) -> list[dict[str, Any]]:
+def _image_blocks(name: str, data: bytes, max_pixels: int) -> list[dict[str, Any]]:
     from PIL import Image, UnidentifiedImageError  # Pillow loads lazily: most turns have none
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()
+        with Image.open(io.BytesIO(data)) as image:  # reads the header only
             width, height = image.size
+            if width * height > max_pixels:
+                _log.info("attachment.image_refused", width=width, height=height, limit=max_pixels)
+                return [_refused_image(name, max_pixels, f"{width}x{height}")]
             fmt = "PNG" if image.mode in ("RGBA", "LA", "P") else "JPEG"
             if max(width, height) > MAX_IMAGE_SIDE or image.format not in ("PNG", "JPEG"):
-                image.thumbnail((MAX_IMAGE_SIDE, MAX_IMAGE_SIDE))
+                # JPEG: libjpeg decodes at 1/2, 1/4 or 1/8 scale, never below the target.
+                image.draft(None, _fit(width, height, MAX_IMAGE_SIDE))
+                # Others: decoded whole, then reduced by whole factors before resampling.
+                image.thumbnail((MAX_IMAGE_SIDE, MAX_IMAGE_SIDE), reducing_gap=2.0)
                 converted = image.convert("RGBA" if fmt == "PNG" else "RGB")
                 out = io.BytesIO()
                 converted.save(out, format=fmt, quality=85)
@@ -289,13 +404,29 @@ def _image_blocks(name: str, data: bytes) -> list[dict[str, Any]]:
                 width, height = converted.size
             else:
                 fmt = image.format
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except Image.DecompressionBombError:  # Pillow's own guard, past any limit we allow
+        return [_refused_image(name, max_pixels)]
+    except (UnidentifiedImageError, OSError, ValueError):
         return [_text(f"[file: {name} (image): could not be decoded]")]
     mime = "image/png" if fmt == "PNG" else "image/jpeg"
     return [
         _text(f"[image: {name}, {width}x{height}]"),
         {"type": "image", "base64": base64.b64encode(data).decode("ascii"), "mime_type": mime},
     ]
+
+
+def _refused_image(name: str, max_pixels: int, size: str = "") -> dict[str, Any]:
+    kind = f"image, {size}" if size else "image"
+    return _text(
+        f"[file: {name} ({kind}): too large to look at (over {max_pixels:,} pixels); "
+        "ask for a smaller copy]"
+    )
+
+
+def _fit(width: int, height: int, side: int) -> tuple[int, int]:
+    """(width, height) scaled so the long side is at most `side`, aspect kept."""
+    scale = min(1.0, side / max(width, height, 1))
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def _pdf_block(name: str, data: bytes, max_chars: int) -> dict[str, Any]:

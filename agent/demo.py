@@ -58,6 +58,7 @@ MAX_DRIP_WORDS = 100
 DRIP_EVERY_S = 0.1  # between streamed words: a reply that takes a few seconds to write
 _LOOP_RE = re.compile(r"loop\s+(\d+)")
 _FILE_RE = re.compile(r"file\s+([\w.-]{1,64})")
+_SEND_RE = re.compile(r"send\s+(\S{1,200})")
 DEMO_FILE_TEXT = "Hello from the demo agent.\n"
 
 _WORDS = [
@@ -132,6 +133,8 @@ class DemoChatModel(BaseChatModel):
       response, then answers "Loop finished."
     - `file NAME` -> calls `send_file(name=NAME, content=DEMO_FILE_TEXT)`, then answers
       "Here is NAME."
+    - `send PATH` -> calls `send_file(name=<PATH's last part>, path=PATH)`, then answers
+      "Here is <name>.", or the tool's "Not sent: …" when it refused
     - `boom` -> raises RuntimeError
     - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
       file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I heard <name>:
@@ -289,6 +292,12 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         if _results_of(results, SEND_FILE_TOOL):
             return _Step(text=f"Here is {match.group(1)}.")
         return _Step(tool=SEND_FILE_TOOL, args={"name": match.group(1), "content": DEMO_FILE_TEXT})
+    if match := _SEND_RE.fullmatch(text):
+        path = match.group(1)
+        name = path.rstrip("/").rsplit("/", 1)[-1] or "file"
+        if sent := _results_of(results, SEND_FILE_TOOL):
+            return _Step(text=sent[-1] if sent[-1].startswith("Not sent") else f"Here is {name}.")
+        return _Step(tool=SEND_FILE_TOOL, args={"name": name, "path": path})
     if low == "boom":
         raise RuntimeError("the demo model was asked to fail")
     if notes:

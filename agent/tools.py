@@ -9,17 +9,20 @@ checkpoint, so the answer may arrive in another process after a restart: resumin
 model sees it as the tool result.
 
 `send_file(name, content="", path="")` hands the user a file: `content` as UTF-8 text, or the
-bytes of `path`, which must resolve (symlinks followed) to a regular file inside `FILES_DIR`
-(`<temp dir>/switchboard-files`, where tools may write): no other path on the machine can be
-read through it. The file travels as the tool message's artifact (`{name, mime, data_b64}`,
-never shown to the model); the runner collects this turn's artifacts into `TurnResult.files`
-and the manager uploads them after the reply (`agent/attachments.py`).
+file at `path`, relative to the outbound-file directory (`<SWITCHBOARD_DATA_DIR>/files`, created
+and checked at start-up by `agent.sandbox`, where tools may write). The path is opened component
+by component without following symlinks (`agent.sandbox.open_inside`): no other file on the
+machine can be read through it. Without a files directory (`files_dir=None`) only `content` is
+accepted. The file travels as the tool message's artifact, never shown to the model: text as
+`{name, mime, data_b64}`, a file on disk as a reference `{name, mime, size, path}` that is read
+again when the turn's files are sent, so its bytes never enter the checkpoint. The runner
+collects this turn's artifacts into `TurnResult.files` and the manager uploads them after the
+reply (`agent/attachments.py`).
 """
 
 from __future__ import annotations
 
 import mimetypes
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,11 +30,18 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import interrupt
 
-from agent.attachments import SEND_FILE_TOOL, file_entry, sniff
+from agent.attachments import (
+    MAX_SEND_FILE_BYTES,
+    SEND_FILE_TOOL,
+    file_entry,
+    file_reference,
+    safe_file_name,
+    sniff,
+)
+from agent.sandbox import FileRefused, read_head
 
 __all__ = [
     "CLARIFICATION_TOOL",
-    "FILES_DIR",
     "MAX_SEND_FILE_BYTES",
     "SEND_FILE_TOOL",
     "TIME_TOOL",
@@ -108,61 +118,68 @@ ask_clarification: BaseTool = StructuredTool.from_function(
 )
 
 
-FILES_DIR = Path(tempfile.gettempdir()) / "switchboard-files"
-MAX_SEND_FILE_BYTES = 50 * 1024 * 1024  # the largest any platform takes from a bot (Telegram)
+_SNIFF_BYTES = 8192  # what `filetype` looks at
+_Artifact = dict[str, str | int] | dict[str, str] | None
 _SEND_FILE_DESCRIPTION = (
     "Send the user a file in this chat (it is uploaded after your reply). `name` is the file "
-    "name with its extension; give the file's text as `content`, or `path` of a file you wrote "
-    "under the shared files directory. Returns a confirmation."
+    "name with its extension; give the file's text as `content`"
 )
 
 
-def make_send_file(files_dir: Path = FILES_DIR) -> BaseTool:
-    """A `send_file` tool that reads paths only inside `files_dir`."""
+def make_send_file(files_dir: Path | None = None) -> BaseTool:
+    """A `send_file` tool that reads paths only inside `files_dir` (none when it is None)."""
     root = files_dir
+    description = _SEND_FILE_DESCRIPTION + (
+        f", or the `path` of a file you wrote under {root}, relative to it. Returns a confirmation."
+        if root is not None
+        else ". Returns a confirmation."
+    )
 
-    def _send(name: str, content: str = "", path: str = "") -> tuple[str, dict[str, str] | None]:
-        clean = Path(name).name.strip() or "file.txt"  # a name, never a path
-        if path:
-            try:
-                resolved = (root / path).resolve(strict=True)
-                inside = resolved.is_relative_to(root.resolve())
-            except (OSError, RuntimeError, ValueError):
-                return f"Not sent: {path} does not exist.", None
-            if not inside or not resolved.is_file():
-                return f"Not sent: only files under {root} can be sent.", None
-            if resolved.stat().st_size > MAX_SEND_FILE_BYTES:
-                return "Not sent: the file is too large.", None
-            data = resolved.read_bytes()
-        else:
-            data = content.encode("utf-8")
-            if len(data) > MAX_SEND_FILE_BYTES:
-                return "Not sent: the file is too large.", None
+    def _send(name: str, content: str = "", path: str = "") -> tuple[str, _Artifact]:
+        clean = safe_file_name(name, "file.txt")  # a name, never a path
         guessed = mimetypes.guess_type(clean)[0]
-        sniffed = sniff(data)
-        mime = (
-            guessed
-            if sniffed in ("text/plain", "application/octet-stream") and guessed
-            else sniffed
-        )
+        if path:
+            if root is None:
+                return "Not sent: there is no files directory; give the text as content.", None
+            try:
+                head, size = read_head(root, path, _SNIFF_BYTES)
+            except FileRefused as exc:
+                return f"Not sent: {exc}.", None
+            if size > MAX_SEND_FILE_BYTES:
+                return "Not sent: the file is too large.", None
+            mime = _mime(guessed, sniff(head))
+            sent = f"Sent {clean} ({size:,} bytes) to the user."
+            return sent, file_reference(clean, mime, size, path)
+        data = content.encode("utf-8")
+        if len(data) > MAX_SEND_FILE_BYTES:
+            return "Not sent: the file is too large.", None
+        mime = _mime(guessed, sniff(data))
         return f"Sent {clean} ({len(data):,} bytes) to the user.", file_entry(clean, mime, data)
 
-    async def _send_async(
-        name: str, content: str = "", path: str = ""
-    ) -> tuple[str, dict[str, str] | None]:
+    async def _send_async(name: str, content: str = "", path: str = "") -> tuple[str, _Artifact]:
         return _send(name, content, path)
 
     return StructuredTool.from_function(
         func=_send,
         coroutine=_send_async,
         name=SEND_FILE_TOOL,
-        description=_SEND_FILE_DESCRIPTION,
+        description=description,
         response_format="content_and_artifact",
     )
 
 
-send_file: BaseTool = make_send_file()
+def _mime(guessed: str | None, sniffed: str) -> str:
+    """The sniffed type, unless the bytes only say "text" or "unknown" and the name knows better
+    (a `.csv` is text/csv)."""
+    if sniffed in ("text/plain", "application/octet-stream") and guessed:
+        return guessed
+    return sniffed
 
 
-def builtin_tools() -> tuple[BaseTool, ...]:
-    return (ask_clarification, current_time, send_file)
+send_file: BaseTool = make_send_file()  # text only: it knows no files directory
+
+
+def builtin_tools(files_dir: Path | None = None) -> tuple[BaseTool, ...]:
+    """`ask_clarification`, `current_time`, and a `send_file` reading inside `files_dir`."""
+    send = send_file if files_dir is None else make_send_file(files_dir)
+    return (ask_clarification, current_time, send)

@@ -27,6 +27,7 @@ from agent import (
     build_model,
     build_transcriber,
     parse_agent_spec,
+    prepare_files_dir,
     spans_inline_when_untraced,
     tracing_from_env,
 )
@@ -140,6 +141,8 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
     tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
     spans_inline_when_untraced(tracing)
     mcp_file = McpConfigFile(settings.mcp_config) if settings.mcp_config else None
+    # Only processes that run turns read outbound files; an ingress never touches the directory.
+    files_dir = prepare_files_dir(settings.data_dir) if settings.role != "ingress" else None
     runtime = await build_agent_backend(
         parse_agent_spec(settings.agent),
         model=lambda: build_model(
@@ -163,6 +166,8 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             openai_base_url=settings.openai_base_url,
             openai_api_key=_secret(settings.openai_api_key),
         ),
+        files_dir=files_dir,
+        max_image_pixels=settings.max_image_pixels,
     )
     usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)

@@ -95,6 +95,14 @@ class Settings(BaseSettings):
         10, gt=0, le=1024, validation_alias=_env("SWITCHBOARD_MAX_ATTACHMENT_MB")
     )
     """Largest inbound file fetched and handed to the model; bigger ones get a notice."""
+    max_image_pixels: int = Field(
+        40_000_000,
+        ge=1_000_000,
+        le=170_000_000,
+        validation_alias=_env("SWITCHBOARD_MAX_IMAGE_PIXELS"),
+    )
+    """Largest image (width x height, read from its header) decoded for the model; a bigger one
+    is only named. Pillow itself refuses about 179 Mpx."""
     transcribe_model: str = Field("", validation_alias=_env("SWITCHBOARD_TRANSCRIBE_MODEL"))
     """`openai:<model>` (e.g. `openai:whisper-1`): voice notes reach the model as text."""
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))

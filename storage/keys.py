@@ -34,6 +34,8 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{<thread_id>}:q`                         | zset   | 1 day, refreshed on write  | thread_queue.py  |
 | `sb:{<thread_id>}:qmsg`                      | hash   | 1 day, refreshed on write  | thread_queue.py  |
 | `sb:{<thread_id>}:done`                      | zset   | 1 day, trimmed on write    | thread_queue.py  |
+| `sb:{<thread_id>}:tries`                     | hash   | 1 day, refreshed on write  | thread_queue.py  |
+| `sb:{<thread_id>}:ledger`                    | hash   | 1 day (deleted at finish)  | thread_queue.py  |
 | `sb:{<thread_id>}:warn`                      | hash   | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
@@ -124,15 +126,6 @@ class Keys:
     def pending_warnings(self, thread_id: str) -> str:
         """One hash per thread: run id → that run's pending loop warnings (a JSON list)."""
         return self.thread(thread_id, "warn")
-
-    def warnings(self, thread_id: str, run_id: str) -> str:
-        """Retired per-run list: nothing writes it; only thread_queue's lock take still names it
-        until it passes `pending_warnings` in KEYS."""
-        return self.thread(thread_id, f"warn:{run_id}")
-
-    def warning_runs(self, thread_id: str) -> str:
-        """Retired run set: as `warnings`."""
-        return self.thread(thread_id, "warnruns")
 
     def warnings_index(self) -> str:
         return f"{self.prefix}warn:index"

@@ -66,12 +66,9 @@ DONE_TTL_S = 24 * 3600  # as long as a platform may redeliver (Telegram keeps up
 # Shared tail of submit and resume: with the lock ours, clear the stale stop request and other
 # runs' warnings, and return the queue (oldest first) with the open question.
 _TAKE = """
-local function take_lock(token, ttl, warn_prefix)
+local function take_lock(token, ttl)
   redis.call('SET', KEYS[1], token, 'PX', ttl)
-  redis.call('DEL', KEYS[5])
-  local runs = redis.call('SMEMBERS', KEYS[7])
-  for _, run in ipairs(runs) do redis.call('DEL', warn_prefix .. run) end
-  if #runs > 0 then redis.call('DEL', KEYS[7]) end
+  redis.call('DEL', KEYS[5], KEYS[7])
 end
 local function queue()
   local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
@@ -104,14 +101,14 @@ local function taken(token, ttl)
           attempt(front, token, ttl), redis.call('HGETALL', KEYS[9])}
 end
 """
-# KEYS: lock q qmsg done stop question warnruns tries ledger. ARGV: token ttl_ms entry payload cap
-# warn_prefix queue_ttl queue_if_busy. Returns {state, depth, queue, question, attempt, ledger}.
+# KEYS: lock q qmsg done stop question warnings tries ledger. ARGV: token ttl_ms entry payload cap
+# queue_ttl queue_if_busy. Returns {state, depth, queue, question, attempt, ledger}.
 _SUBMIT = (
     _TAKE
     + """
 if redis.call('ZSCORE', KEYS[4], ARGV[3]) then return {'done', 0, {}, false} end
 local current = redis.call('GET', KEYS[1])
-if ARGV[8] == '0' and current and current ~= ARGV[1] and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+if ARGV[7] == '0' and current and current ~= ARGV[1] and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
   return {'busy', redis.call('ZCARD', KEYS[2]), {}, false}
 end
 if not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
@@ -120,17 +117,17 @@ if not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
   redis.call('ZADD', KEYS[2], 0, ARGV[3])
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 end
-redis.call('EXPIRE', KEYS[2], ARGV[7])
-redis.call('EXPIRE', KEYS[3], ARGV[7])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('EXPIRE', KEYS[3], ARGV[6])
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
   return {'queued', redis.call('ZCARD', KEYS[2]), {}, false}
 end
-if not holder then take_lock(ARGV[1], ARGV[2], ARGV[6]) end
-return taken(ARGV[1], ARGV[7])
+if not holder then take_lock(ARGV[1], ARGV[2]) end
+return taken(ARGV[1], ARGV[6])
 """
 )
-# KEYS as submit. ARGV: token ttl_ms warn_prefix queue_ttl. The lock for a queue whose holder
+# KEYS as submit. ARGV: token ttl_ms queue_ttl. The lock for a queue whose holder
 # went away.
 _RESUME = (
     _TAKE
@@ -138,8 +135,8 @@ _RESUME = (
 if redis.call('ZCARD', KEYS[2]) == 0 then return {'empty', 0, {}, false} end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return {'busy', redis.call('ZCARD', KEYS[2]), {}, false} end
-if not holder then take_lock(ARGV[1], ARGV[2], ARGV[3]) end
-return taken(ARGV[1], ARGV[4])
+if not holder then take_lock(ARGV[1], ARGV[2]) end
+return taken(ARGV[1], ARGV[3])
 """
 )
 # KEYS as submit. ARGV: token ttl_ms now answered_question_id done_ttl answered ids...
@@ -291,7 +288,7 @@ class ThreadQueue:
             k.thread(thread_id, "done"),
             k.stop(thread_id),
             k.question(thread_id),
-            k.warning_runs(thread_id),
+            k.pending_warnings(thread_id),
             k.thread(thread_id, "tries"),
             k.thread(thread_id, "ledger"),
         ]
@@ -317,7 +314,6 @@ class ThreadQueue:
                 sortable_entry_id(entry_id),
                 payload,
                 self.cap,
-                self._keys.warnings(thread_id, ""),
                 QUEUE_TTL_S,
                 "1" if queue_if_busy else "0",
             ],
@@ -330,7 +326,7 @@ class ThreadQueue:
             "resume",
             self._resume,
             thread_id,
-            [token, lock_ms(self.lock_ttl_s), self._keys.warnings(thread_id, ""), QUEUE_TTL_S],
+            [token, lock_ms(self.lock_ttl_s), QUEUE_TTL_S],
         )
         return self._slot(thread_id, token, raw)
 

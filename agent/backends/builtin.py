@@ -9,6 +9,7 @@ and swaps it in; runs already going finish on the old one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
@@ -16,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agent.attachments import LeanAttachmentsMiddleware
+from agent.attachments import MAX_IMAGE_PIXELS, LeanAttachmentsMiddleware
 from agent.backends.local import LocalGraphRunner
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
 from agent.mcp import McpServerStatus, load_mcp_tools
@@ -46,10 +47,14 @@ class BuiltinAgent(LocalGraphRunner):
         loop_policy: LoopPolicy | None = None,
         clear_stale_warnings: bool = True,
         price: ModelPrice | None = None,
+        files_dir: Path | None = None,
+        max_image_pixels: int = MAX_IMAGE_PIXELS,
     ) -> None:
         """`clear_stale_warnings=False` when every turn is started through a caller that already
         drops earlier runs' warnings with the thread lock (the manager's `TurnGate.begin`).
-        `price` costs model calls whose provider reports no cost (`TurnResult.usage`)."""
+        `price` costs model calls whose provider reports no cost (`TurnResult.usage`).
+        `files_dir`: the outbound-file directory `send_file` reads paths in (`agent.sandbox`);
+        None: `send_file` takes text only."""
         loops = LoopDetectionMiddleware(warnings, policy=loop_policy)
         self._build = {
             "model": model,
@@ -57,6 +62,7 @@ class BuiltinAgent(LocalGraphRunner):
             "loops": loops,
             "system_prompt": system_prompt,
             "tracing": tracing,
+            "files_dir": files_dir,
         }
         self._extra = tuple(extra_tools)
         self._mcp: tuple[McpServerStatus, ...] = ()
@@ -70,6 +76,8 @@ class BuiltinAgent(LocalGraphRunner):
             clear_stale_warnings=clear_stale_warnings,
             price=price,
             tools=names,
+            files_dir=files_dir,
+            max_image_pixels=max_image_pixels,
         )
 
     def mcp_servers(self) -> tuple[McpServerStatus, ...]:
@@ -93,9 +101,10 @@ def build_builtin_graph(
     system_prompt: str,
     tracing: TracingConfig | None = None,
     extra_tools: Sequence[BaseTool] = (),
+    files_dir: Path | None = None,
 ) -> tuple[Any, tuple[str, ...]]:
     """The compiled graph and the names of the tools it offers (built-in first)."""
-    tools = _unique([*builtin_tools(), *extra_tools])
+    tools = _unique([*builtin_tools(files_dir), *extra_tools])
     graph: Any = create_agent(
         model,
         tools=tools,

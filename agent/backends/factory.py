@@ -7,12 +7,14 @@ own or a server brings its own model, and must not need `SWITCHBOARD_MODEL`'s ke
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from agent.attachments import MAX_IMAGE_PIXELS
 from agent.backends.base import AgentBackend
 from agent.backends.builtin import BuiltinAgent
 from agent.backends.custom import load_graph, loop_guard
@@ -47,8 +49,11 @@ async def build_agent_backend(
     mcp_config: Mapping[str, Any] | None = None,
     loop_policy: LoopPolicy | None = None,
     transcriber: Transcriber | None = None,
+    files_dir: Path | None = None,
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
 ) -> AgentBackend:
-    """The backend, ready to run turns; raises `ConfigError` (one line) when it cannot be."""
+    """The backend, ready to run turns; raises `ConfigError` (one line) when it cannot be.
+    `files_dir` is the checked outbound-file directory (`agent.sandbox.prepare_files_dir`)."""
     backend: AgentBackend
     if spec.kind == "remote":
         backend = RemoteGraphRunner(url=spec.target, assistant=assistant, threads=remote_threads)
@@ -66,6 +71,8 @@ async def build_agent_backend(
             price=price,
             answer_on_turn=True,
             run_guard=loop_guard(loop_policy),
+            files_dir=files_dir,
+            max_image_pixels=max_image_pixels,
         )
     else:
         builtin = BuiltinAgent(
@@ -78,6 +85,8 @@ async def build_agent_backend(
             loop_policy=loop_policy,
             clear_stale_warnings=clear_stale_warnings,
             price=price,
+            files_dir=files_dir,
+            max_image_pixels=max_image_pixels,
         )
         if mcp_config and mcp_config.get("mcpServers"):
             await builtin.load_mcp(mcp_config)

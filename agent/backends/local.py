@@ -10,9 +10,10 @@ one class, so they share what a turn means here:
 - a `UsageMeter` per run (`TurnResult.usage`), loop-detection run bookkeeping, tracing metadata;
 - clarifications are interrupts: `resume` answers the waiting one with `Command(resume=…)`;
 - the reply is `extract_reply` of the final state: this turn's assistant text, or the question;
-  the turn's files are `turn_files` of it (`send_file` artifacts, a `files` state key);
+  the turn's files are its `send_file` artifacts and `files` state key, references read from
+  `files_dir` off the event loop (`agent.attachments.load_turn_files`);
 - files the user sent (`TurnContext.files`) become content blocks of the HumanMessage
-  (`agent.attachments`); an answer to a clarification that comes with files starts a new turn
+  (`agent.attachments`; images over `max_image_pixels` are refused undecoded); an answer to a clarification that comes with files starts a new turn
   instead of resuming (a tool result cannot carry an image) when the graph repairs its own
   thread, and otherwise resumes with the files as text.
 
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -38,11 +41,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
 
-from agent.attachments import FILES_STATE_KEY, human_content, text_only, turn_files
+from agent.attachments import (
+    FILES_STATE_KEY,
+    MAX_IMAGE_PIXELS,
+    human_content,
+    load_turn_files,
+    text_only,
+    turn_file_entries,
+)
 from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.reply import extract_reply
-from agent.result import Question, TurnContext, TurnResult
+from agent.result import FileData, Question, TurnContext, TurnResult
 from agent.streamed_text import StreamedText
 from agent.tracing import TracingConfig, run_metadata
 from agent.transcription import Transcriber, with_transcripts
@@ -76,9 +86,12 @@ class LocalGraphRunner:
         tools: Sequence[str] = (),
         run_guard: type[BaseCallbackHandler] | None = None,
         transcriber: Transcriber | None = None,
+        files_dir: Path | None = None,
+        max_image_pixels: int = MAX_IMAGE_PIXELS,
     ) -> None:
         """`run_guard`: a callback class made per run with the run id (custom graphs' loop stop);
-        `transcriber`: voice notes and audio files reach the model as their transcript."""
+        `transcriber`: voice notes and audio files reach the model as their transcript;
+        `files_dir`: where the turn's file references are read (`agent.sandbox`)."""
         self.graph = graph
         self.loops = loops
         self._kind = kind
@@ -90,6 +103,8 @@ class LocalGraphRunner:
         self._tools = tuple(tools)
         self._run_guard = run_guard
         self.transcriber = transcriber
+        self.files_dir = files_dir
+        self.max_image_pixels = max_image_pixels
 
     @property
     def kind(self) -> str:
@@ -115,7 +130,7 @@ class LocalGraphRunner:
         context = await self._transcribed(context)
         if self._answer_on_turn and await self._interrupts(thread_id):
             return await self.resume(thread_id, text, context)
-        payload: dict[str, Any] = {"messages": [await _human(text, context)]}
+        payload: dict[str, Any] = {"messages": [await self._human(text, context)]}
         if FILES_STATE_KEY in getattr(self.graph, "channels", {}):
             payload[FILES_STATE_KEY] = []  # a graph's `files` holds this turn's files only
         return await self._invoke(thread_id, payload, context, resumed=False)
@@ -125,10 +140,14 @@ class LocalGraphRunner:
         context = await self._transcribed(context)
         if context.files and not self._answer_on_turn:
             _log.info("agent.answer_with_files_as_turn", files=len(context.files))
-            payload = {"messages": [await _human(answer, context)]}
+            payload = {"messages": [await self._human(answer, context)]}
             return await self._invoke(thread_id, payload, context, resumed=False)
         if context.files:
-            answer = await asyncio.to_thread(text_only, answer, context.files)
+            answer = await asyncio.to_thread(
+                functools.partial(text_only, max_image_pixels=self.max_image_pixels),
+                answer,
+                context.files,
+            )
         pending = await self._interrupts(thread_id)
         if not pending:
             _log.info("agent.resume_without_question")
@@ -146,6 +165,24 @@ class LocalGraphRunner:
         """The thread's stored messages (what the model saw, minus injected warnings)."""
         state = await self.graph.aget_state(_thread_config(thread_id))
         return list(state.values.get("messages", []))
+
+    async def _human(self, text: str, context: TurnContext) -> HumanMessage:
+        """The turn's HumanMessage; decoding and downscaling images is CPU work, so off the loop."""
+        if not context.files:
+            return HumanMessage(content=text)
+        content = await asyncio.to_thread(
+            functools.partial(human_content, max_image_pixels=self.max_image_pixels),
+            text,
+            context.files,
+        )
+        return HumanMessage(content=content)
+
+    async def _files(self, output: dict[str, Any]) -> tuple[FileData, ...]:
+        """This turn's files; reading them from disk is blocking I/O, so off the loop."""
+        entries = turn_file_entries(output)
+        if not entries:
+            return ()
+        return await asyncio.to_thread(load_turn_files, entries, self.files_dir)
 
     async def _transcribed(self, context: TurnContext) -> TurnContext:
         if not context.files or self.transcriber is None:
@@ -208,7 +245,7 @@ class LocalGraphRunner:
             run_id=run_id,
             question=question,
             usage=meter.usage(),
-            files=turn_files(output) if question is None else (),
+            files=await self._files(output) if question is None else (),
         )
 
     async def _finish(self, thread_id: str, run_id: str, clearing: asyncio.Future[None]) -> None:
@@ -257,13 +294,6 @@ async def _streamed(
             message, meta = chunk
             await relay.relay(message, meta)
     return {**latest, "__interrupt__": interrupts} if interrupts else latest
-
-
-async def _human(text: str, context: TurnContext) -> HumanMessage:
-    """The turn's HumanMessage; decoding and downscaling images is CPU work, so off the loop."""
-    if not context.files:
-        return HumanMessage(content=text)
-    return HumanMessage(content=await asyncio.to_thread(human_content, text, context.files))
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:

@@ -322,7 +322,7 @@ async def test_taking_a_free_lock_clears_a_stale_stop_and_earlier_runs_warnings(
     queue = ThreadQueue(redis, keys=keys)
     assert (await _submit(queue, "1-0", "tok-a")).state is SlotState.RUN
     assert await redis.exists(keys.stop(T)) == 0
-    assert await redis.exists(keys.warnings(T, "old-run"), keys.warning_runs(T)) == 0
+    assert await redis.exists(keys.pending_warnings(T)) == 0
     assert await warnings.peek("other", "run-x") == ["Not this thread's."]
 
 
@@ -336,7 +336,7 @@ async def test_resume_clears_a_stale_stop_and_warnings_too(
     await PendingWarnings(redis, keys=keys).add(T, "old-run", "loop")
 
     assert (await queue.resume(T, "tok-b")).state is SlotState.RUN
-    assert await redis.exists(keys.stop(T), keys.warnings(T, "old-run")) == 0
+    assert await redis.exists(keys.stop(T), keys.pending_warnings(T)) == 0
 
 
 async def test_a_queued_submit_leaves_the_running_holders_stop_and_warnings(

@@ -189,3 +189,14 @@ def test_credentials_in_any_url_are_masked_in_the_public_view(
     assert secret not in str(view)
     assert view[name].split("://")[0] == url.split("://")[0]  # type: ignore[union-attr]
     assert "***" in str(view[name])
+
+
+def test_image_pixel_limit_defaults_to_40_mpx_and_refuses_more_than_pillow_decodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings(_env_file=None).max_image_pixels == 40_000_000  # type: ignore[call-arg]
+    monkeypatch.setenv("SWITCHBOARD_MAX_IMAGE_PIXELS", "12000000")
+    assert load_settings(_env_file=None).max_image_pixels == 12_000_000
+    monkeypatch.setenv("SWITCHBOARD_MAX_IMAGE_PIXELS", "500000000")
+    with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_MAX_IMAGE_PIXELS: "):
+        load_settings(_env_file=None)

@@ -20,14 +20,11 @@ def _one_slot(keys: list[str]) -> bool:
     return len({key_slot(k.encode()) for k in keys}) == 1
 
 
-def test_a_threads_keys_share_one_slot_with_the_warning_lists_scripts_name_by_prefix() -> None:
+def test_a_threads_keys_share_one_slot() -> None:
     t = "0123456789abcdef0123456789abcdef"
     group = [K.lock(t), K.stop(t), K.question(t), K.pending_warnings(t), K.remote_thread(t)]
-    group.append(K.warning_runs(t))
-    group += [K.thread(t, s) for s in ("q", "qmsg", "done")]
+    group += [K.thread(t, s) for s in ("q", "qmsg", "done", "tries", "ledger")]
     group += [K.checkpoint(t, s) for s in _SUFFIXES]
-    # thread_queue and warnings delete `<warnings(t, "")><run id>` keys built inside Lua.
-    group += [K.warnings(t, "run-1"), K.warnings(t, "") + "run-2"]
     assert _one_slot(group)
 
 
