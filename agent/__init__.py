@@ -15,7 +15,13 @@ from agent.demo import DemoChatModel
 from agent.graph import AgentRuntime
 from agent.loop_detection import LoopDetectionMiddleware, LoopDetector, LoopPolicy
 from agent.mcp import McpConfigFile, McpServerStatus, load_mcp_tools
-from agent.mcp_config import MASK, load_mcp_config, mask_config, merge_config, validate_config
+from agent.mcp_config import (
+    UpdateRefused,
+    load_mcp_config,
+    merge_config,
+    merge_http_update,
+    validate_config,
+)
 from agent.model import build_model
 from agent.reply import extract_reply
 from agent.result import ModelCall, Question, TurnContext, TurnResult, TurnUsage
@@ -31,7 +37,6 @@ from agent.transcription import build_transcriber
 from agent.usage import ModelPrice, UsageMeter
 
 __all__ = [
-    "MASK",
     "AgentBackend",
     "AgentRuntime",
     "AgentSpec",
@@ -51,6 +56,7 @@ __all__ = [
     "TurnContext",
     "TurnResult",
     "TurnUsage",
+    "UpdateRefused",
     "UsageMeter",
     "ask_clarification",
     "build_agent_backend",
@@ -62,8 +68,8 @@ __all__ = [
     "format_question",
     "load_mcp_config",
     "load_mcp_tools",
-    "mask_config",
     "merge_config",
+    "merge_http_update",
     "parse_agent_spec",
     "prepare_files_dir",
     "question_from_interrupt",

@@ -14,11 +14,18 @@ off. String values name environment variables as `$VAR` (the whole value) or `${
 value); they are resolved into a NEW structure when tools load, so the config as stored (and as
 the admin API shows it) keeps the reference, never the secret.
 
-Masking for the admin API: every value under `env` and `headers`, every value whose key looks
-like a credential (token, secret, key, password, auth…), and credentials inside URLs become
-`***` — unless the value is only a `$VAR` reference, which names a secret without holding one.
-`merge_config` applies a PUT: servers merge key by key, `null` removes a server or a key, and a
-`***` sent back keeps the stored value it stands for.
+The admin API shows the config through `switchboard.masking.mask` (the one masking function of
+every admin read). `merge_config` applies a PUT: servers merge key by key, `null` removes a server
+or a key, and a value sent back exactly as it was shown (`***`, or a URL or argument with `***`
+in it) keeps the stored value it stands for, but only while the server's target (its `url`, or
+its `command`, `args` and `cwd`) is unchanged: a secret is never carried to a new host or
+program, neither through `***` nor by leaving it out of the PUT.
+
+`merge_http_update` adds the rules for a config that arrives over HTTP rather than from the file
+(issue 35): it may reference only the variables in `SWITCHBOARD_MCP_ALLOWED_VARS` (a reference
+the file already holds at the same place, with the server's target unchanged, is not new), and it
+may add or change a stdio command (or an `env` variable that makes a program load other code,
+such as `LD_PRELOAD` or `NODE_OPTIONS`) only with `SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on`.
 """
 
 from __future__ import annotations
@@ -29,29 +36,35 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from switchboard.errors import ConfigError
+from switchboard.masking import MASK, mask
 
 __all__ = [
-    "MASK",
     "MissingVariable",
+    "UpdateRefused",
     "load_mcp_config",
-    "mask_config",
     "merge_config",
+    "merge_http_update",
     "resolve_vars",
     "server_connection",
     "validate_config",
 ]
 
-MASK = "***"
 _SETTING = "SWITCHBOARD_MCP_CONFIG"
 _WHOLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_SECRET_KEY = re.compile(
-    r"(token|secret|passw|api[-_]?key|apikey|auth|credential|cookie|private|session)", re.I
+_TARGET = ("url", "command", "args", "cwd")
+_COMMAND = ("command", "args", "cwd")
+# `env` names that make a program load code other than its own (a command change in disguise).
+_LOADS_CODE = re.compile(
+    r"^(PATH|HOME|ENV|BASH_ENV|SHELL|SHELLOPTS|IFS|TMPDIR|CLASSPATH|JAVA_TOOL_OPTIONS|"
+    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LD_\w*|DYLD_\w*|NODE_\w*|NPM_CONFIG_\w*|YARN_\w*|"
+    r"COREPACK_\w*|PYTHON\w*|PIP_\w*|UV_\w*|VIRTUAL_ENV|CONDA_\w*|PERL\w*|RUBY\w*|GEM_\w*|"
+    r"BUNDLE_\w*|GIT_\w*|XDG_\w*|DENO_\w*|BUN_\w*|GO(PATH|ROOT|FLAGS|PROXY|TOOLCHAIN|BIN)|"
+    r"CARGO_\w*|RUSTUP_\w*|DOTNET_\w*)$",
+    re.I,
 )
-_SECRET_CONTAINERS = frozenset({"env", "headers"})
 _TRANSPORTS = {
     "streamable_http": "streamable_http",
     "streamable-http": "streamable_http",
@@ -67,6 +80,15 @@ class MissingVariable(ConfigError):
     def __init__(self, name: str) -> None:
         super().__init__(f"environment variable {name} is not set")
         self.name = name
+
+
+class UpdateRefused(ConfigError):
+    """A change the admin API may not make. `forbidden`: it would run a new command on the host,
+    which only `SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on` allows (HTTP 403; otherwise 422)."""
+
+    def __init__(self, message: str, *, forbidden: bool = False) -> None:
+        super().__init__(message)
+        self.forbidden = forbidden
 
 
 def load_mcp_config(path: Path) -> dict[str, Any]:
@@ -148,92 +170,191 @@ def server_connection(server: Mapping[str, Any], environ: Mapping[str, str]) -> 
     return connection
 
 
-def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy fit to show: every secret-looking value is `***` (see the module doc)."""
-    return _mask(config, inside_secrets=False)  # type: ignore[no-any-return]
-
-
-def _mask(value: Any, *, inside_secrets: bool, key: str = "") -> Any:
-    if isinstance(value, Mapping):
-        return {
-            k: _mask(
-                v,
-                inside_secrets=inside_secrets or k in _SECRET_CONTAINERS,
-                key=str(k),
-            )
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_mask(v, inside_secrets=inside_secrets, key=key) for v in value]
-    if not isinstance(value, str):
-        return MASK if inside_secrets and value is not None else value
-    if _WHOLE.match(value):
-        return value  # names a variable; holds no secret
-    if inside_secrets or _SECRET_KEY.search(key):
-        return MASK
-    if "://" in value:
-        return _mask_url(value)
-    if key == "args" and _looks_like_secret_arg(value):
-        return MASK
-    return value
-
-
-def _looks_like_secret_arg(arg: str) -> bool:
-    """`--token=abc`, `--api-key=abc`: a credential passed on the command line."""
-    flag, eq, _ = arg.partition("=")
-    return bool(eq) and bool(_SECRET_KEY.search(flag))
-
-
-def _mask_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        _creds, at, host = netloc.rpartition("@")
-        if at:
-            netloc = f"{MASK}@{host}"
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = "&".join(
-            f"{quote(k)}={MASK if _SECRET_KEY.search(k) or not _WHOLE.match(v) else v}"
-            for k, v in pairs
-        )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return MASK
-
-
 def merge_config(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> dict[str, Any]:
-    """`stored` updated by a PUT body: deep merge, `null` deletes, `***` keeps the stored value.
+    """`stored` updated by a PUT body: deep merge, `null` deletes, a masked value sent back keeps
+    the stored value, unless the server's target changed (see the module doc).
 
-    Raises `ConfigError` when a `***` stands where nothing is stored (it cannot be resolved)."""
+    Raises `ConfigError` when a `***` cannot be resolved."""
     merged = _merge(copy.deepcopy(dict(stored)), incoming, path="")
+    servers = incoming.get("mcpServers")
+    if isinstance(servers, Mapping):
+        old_servers = stored.get("mcpServers") or {}
+        for name, server in servers.items():
+            old = old_servers.get(name)
+            if isinstance(server, Mapping) and isinstance(old, Mapping):
+                new = merged.get("mcpServers", {}).get(name)
+                if isinstance(new, Mapping) and _target(new) != _target(old):
+                    _refuse_carried_secrets(name, old, server)
     return validate_config(merged)
 
 
-def _merge(stored: Any, incoming: Any, *, path: str) -> Any:
-    if incoming == MASK:
+def merge_http_update(
+    stored: Mapping[str, Any],
+    incoming: Mapping[str, Any],
+    *,
+    allowed_vars: frozenset[str],
+    allow_commands: bool,
+) -> dict[str, Any]:
+    """`merge_config` for a body received over HTTP, with its own limits (see the module doc).
+
+    Raises `UpdateRefused` naming the server and the variable or field, never a value."""
+    old_servers: Mapping[str, Any] = stored.get("mcpServers") or {}
+    sent = incoming.get("mcpServers")
+    changes = (
+        [(n, s) for n, s in sent.items() if s is not None] if isinstance(sent, Mapping) else []
+    )
+
+    def before(name: str) -> Mapping[str, Any] | None:
+        old = old_servers.get(name)
+        return old if isinstance(old, Mapping) else None
+
+    if not allow_commands:  # first: "needs the setting" says more than any other refusal
+        preview = _merge(copy.deepcopy(dict(stored)), incoming, path="").get("mcpServers") or {}
+        for name, _server in changes:
+            if isinstance(preview.get(name), Mapping):
+                _refuse_new_command(name, before(name), preview[name])
+    merged = merge_config(stored, incoming)
+    for name, server in changes:
+        old = before(name)
+        same_target = old is not None and _target(old) == _target(merged["mcpServers"][name])
+        _refuse_new_variables(
+            server, old if same_target else None, allowed_vars, where=f"server {name!r}"
+        )
+    rest = {k: v for k, v in incoming.items() if k != "mcpServers"}
+    _refuse_new_variables(rest, stored, allowed_vars, where="the config")
+    return merged
+
+
+def _target(server: Mapping[str, Any]) -> list[Any]:
+    return [server.get(field) for field in _TARGET]
+
+
+def _refuse_carried_secrets(name: str, old: Mapping[str, Any], sent: Mapping[str, Any]) -> None:
+    """A server whose target changed keeps no stored secret it was not sent again."""
+    if _contains_mask(sent):
+        raise UpdateRefused(
+            f"server {name!r}: its url/command changed, so '***' cannot stand for a stored "
+            "secret; send the value itself"
+        )
+    kept = _kept_secrets(old, sent, hidden=False, path="")
+    if kept:
+        raise UpdateRefused(
+            f"server {name!r}: its url/command changed, and stored secrets are not carried to a "
+            f"new target: send {', '.join(kept)} again, or null to drop"
+        )
+
+
+def _kept_secrets(old: Any, sent: Any, *, hidden: bool, path: str) -> list[str]:
+    """Paths of secrets (values shown masked, and `$VAR` references) in `old` that a merge with
+    `sent` would keep without their being sent again."""
+    if not isinstance(old, Mapping):
+        return []
+    found: list[str] = []
+    for key, value in old.items():
+        where = f"{path}.{key}" if path else str(key)
+        inside = hidden or str(key).lower() in ("env", "headers")
+        if key not in sent:
+            if value in (None, "", {}, []):
+                continue
+            if inside or mask(value, key=str(key)) != value or _has_reference(value):
+                found.append(where)
+        elif isinstance(sent[key], Mapping):
+            found += _kept_secrets(value, sent[key], hidden=inside, path=where)
+    return found
+
+
+def _refuse_new_variables(
+    sent: Any, old: Any, allowed: frozenset[str], *, where: str, path: str = ""
+) -> None:
+    """Every `$VAR` in `sent` must be allowed, or stand unchanged where `old` already has it."""
+    if isinstance(sent, str):
+        if sent == old:
+            return
+        for var in _references(sent):
+            if var not in allowed:
+                raise UpdateRefused(
+                    f"{where}: {path or 'value'} references ${var}, which a config sent over "
+                    "HTTP may not use (allowed: SWITCHBOARD_MCP_ALLOWED_VARS)"
+                )
+    elif isinstance(sent, Mapping):
+        for key, value in sent.items():
+            below = old.get(key) if isinstance(old, Mapping) else None
+            step = f"{path}.{key}" if path else str(key)
+            _refuse_new_variables(value, below, allowed, where=where, path=step)
+    elif isinstance(sent, list):
+        for i, value in enumerate(sent):
+            below = old[i] if isinstance(old, list) and i < len(old) else None
+            _refuse_new_variables(value, below, allowed, where=where, path=f"{path}[{i}]")
+
+
+def _references(value: str) -> list[str]:
+    """The variables `resolve_vars` would read for this string, in its own terms."""
+    whole = _WHOLE.match(value)
+    return [whole.group(1)] if whole else _BRACED.findall(value)
+
+
+def _refuse_new_command(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
+    if not new.get("command"):
+        return
+    changed = old is None or any(old.get(f) != new.get(f) for f in _COMMAND)
+    old_env = (old or {}).get("env") or {}
+    loaders = [
+        str(k)
+        for k, v in (new.get("env") or {}).items()
+        if _LOADS_CODE.match(str(k)) and old_env.get(k) != v
+    ]
+    if changed or loaders:
+        what = "its command, args or cwd" if changed else f"env {', '.join(loaders)}"
+        raise UpdateRefused(
+            f"server {name!r}: setting {what} over HTTP would run a new program on this host; "
+            "that needs SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on (or edit SWITCHBOARD_MCP_CONFIG)",
+            forbidden=True,
+        )
+
+
+def _has_reference(value: Any) -> bool:
+    """Whether resolving `value` would read a variable (a secret, once resolved)."""
+    if isinstance(value, str):
+        return bool(_references(value))
+    if isinstance(value, Mapping):
+        return any(_has_reference(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_reference(v) for v in value)
+    return False
+
+
+def _contains_mask(value: Any) -> bool:
+    if isinstance(value, str):
+        return MASK in value
+    if isinstance(value, Mapping):
+        return any(_contains_mask(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_mask(v) for v in value)
+    return False
+
+
+def _merge(stored: Any, incoming: Any, *, path: str, key: str = "") -> Any:
+    if isinstance(incoming, str) and MASK in incoming:
         if stored is None or stored == MASK:
             raise ConfigError(f"{path or 'value'}: '***' sent back but no value is stored there")
-        return stored
-    if (
-        isinstance(incoming, str)
-        and isinstance(stored, str)
-        and MASK in incoming
-        and "://" in stored
-        and incoming == _mask_url(stored)
-    ):
-        return stored  # a URL whose credentials came back masked
+        if incoming == MASK or mask(stored, key=key) == incoming:
+            return stored  # shown masked (whole, or a URL/argument with `***` in it), sent back
+        raise ConfigError(
+            f"{path or 'value'}: '***' sent back, but not as the stored value was shown; "
+            "send the value itself"
+        )
     if isinstance(incoming, Mapping):
         base: dict[str, Any] = dict(stored) if isinstance(stored, Mapping) else {}
-        for key, value in incoming.items():
+        for k, value in incoming.items():
             if value is None:
-                base.pop(key, None)
+                base.pop(k, None)
                 continue
-            base[key] = _merge(base.get(key), value, path=f"{path}.{key}" if path else key)
+            base[k] = _merge(base.get(k), value, path=f"{path}.{k}" if path else k, key=str(k))
         return base
     if isinstance(incoming, list):
         old = stored if isinstance(stored, list) else []
         return [
-            _merge(old[i] if i < len(old) else None, v, path=f"{path}[{i}]")
+            _merge(old[i] if i < len(old) else None, v, path=f"{path}[{i}]", key=key)
             for i, v in enumerate(incoming)
         ]
     return incoming

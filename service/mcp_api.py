@@ -5,11 +5,16 @@ Registered by `service/http.py` behind the same admin key as `/api/admin/config`
 | method | path              | does                                                            |
 |--------|-------------------|-----------------------------------------------------------------|
 | GET    | `/api/admin/mcp`  | the config with every secret-looking value `***`, and each server's tools or skip reason |
-| PUT    | `/api/admin/mcp`  | merge a partial config (`{"mcpServers": {name: {...} or null}}`); a `***` sent back keeps the stored secret; saved to `SWITCHBOARD_MCP_CONFIG` and the built-in agent's tools reloaded in this process |
+| PUT    | `/api/admin/mcp`  | merge a partial config (`{"mcpServers": {name: {...} or null}}`); a `***` sent back keeps the stored secret while the server's url/command is unchanged; saved to `SWITCHBOARD_MCP_CONFIG` and the built-in agent's tools reloaded in this process |
+
+A PUT is a config received over HTTP, so `merge_http_update`'s limits apply: only the variables
+in `SWITCHBOARD_MCP_ALLOWED_VARS` may be referenced (422 naming the variable otherwise), and a
+new or changed stdio command is a 403 unless `SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on`: whoever holds
+the admin key must not thereby hold a shell on the host or the service's own secrets.
 
 Nothing here ever returns or logs a resolved secret: the stored config keeps `$VAR` references
-and literal values alike, and every response goes through `mask_config`. Other worker
-processes read the file when they start.
+and literal values alike, and every response goes through `switchboard.masking.mask`. Other
+worker processes read the file when they start.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import structlog
 from fastapi import Body, Depends, FastAPI, HTTPException
 from pydantic import BaseModel
 
-from agent import McpConfigFile, McpServerStatus, mask_config, merge_config
+from agent import McpConfigFile, McpServerStatus, UpdateRefused, merge_http_update
 from switchboard.errors import ConfigError
+from switchboard.masking import mask
 
 __all__ = ["McpOut", "McpReloader", "ServerOut", "add_mcp_admin"]
 
@@ -58,14 +64,18 @@ def add_mcp_admin(
     agent: McpReloader | None,
     admin: Callable[..., Awaitable[None]],
     responses: dict[int | str, dict[str, Any]],
+    allowed_vars: frozenset[str] = frozenset(),
+    allow_commands: bool = False,
 ) -> None:
-    """`admin` is the app's admin-key dependency; `agent` is None unless the agent is builtin."""
+    """`admin` is the app's admin-key dependency; `agent` is None unless the agent is builtin.
+    `allowed_vars` and `allow_commands` are SWITCHBOARD_MCP_ALLOWED_VARS and
+    SWITCHBOARD_ADMIN_ALLOW_COMMANDS."""
     lock = asyncio.Lock()  # two PUTs at once must not lose one's changes
 
     def out(config: dict[str, Any]) -> McpOut:
         statuses = agent.mcp_servers() if agent is not None else ()
         return McpOut(
-            config=mask_config(config),
+            config=mask(config),
             servers=[
                 ServerOut(name=s.name, loaded=s.ok, tools=list(s.tools), error=s.error)
                 for s in statuses
@@ -102,11 +112,17 @@ def add_mcp_admin(
         dependencies=[Depends(admin)],
     )
     async def mcp_update(body: dict[str, Any] = Body(...)) -> McpOut:
-        """Merge the body into the config; `***` keeps a stored secret, `null` removes."""
+        """Merge the body into the config; `***` keeps a stored secret, `null` removes.
+        Over HTTP only allowed variables, and no new command unless commands are allowed."""
         async with lock:
             current = await asyncio.to_thread(stored)
             try:
-                merged = merge_config(current, body)
+                merged = merge_http_update(
+                    current, body, allowed_vars=allowed_vars, allow_commands=allow_commands
+                )
+            except UpdateRefused as exc:
+                _log.warning("mcp.update_refused", reason=str(exc), forbidden=exc.forbidden)
+                raise HTTPException(403 if exc.forbidden else 422, str(exc)) from None
             except ConfigError as exc:
                 raise HTTPException(422, str(exc)) from None
             assert file is not None  # stored() refused otherwise
