@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from service.limits import check_limit_usd
 from switchboard.errors import ConfigError, StorageError, SwitchboardError
 
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ def _usd_or_default(value: str) -> float | str:
         usd = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected USD or 'default', got {value!r}") from None
-    if not math.isfinite(usd) or usd < 0:
-        raise argparse.ArgumentTypeError("must be a finite amount >= 0")
-    return usd
+    try:
+        return check_limit_usd(usd)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:

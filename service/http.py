@@ -4,25 +4,28 @@ Errors are always JSON `{"error": "..."}`:
 
 | status | when                                                                       |
 |--------|----------------------------------------------------------------------------|
-| 400    | token of the wrong kind for the endpoint; unparsable form; a webhook body  |
-|        | nested deeper than 64 levels (checked before any parser recurses)          |
+| 400    | token of the wrong kind for the endpoint; unparsable form; a webhook or    |
+|        | admin body nested deeper than 64 levels (checked before any parser recurses) |
 | 401    | missing, invalid or revoked API key (or admin key)                         |
 | 404    | unknown token, unknown link *and someone else's link* (same body)          |
 | 409    | target already linked (to you, or to another account)                      |
 | 410    | token expired, superseded by a newer `/link`, or already used              |
+| 403    | an admin change refused by policy (a command over HTTP while               |
+|        | SWITCHBOARD_ADMIN_ALLOW_COMMANDS is off)                                   |
 | 413    | request body over 1 MiB (checked before it is read)                        |
 | 422    | malformed token (over 64 chars or outside `[A-Za-z0-9_-]`), bad request    |
+| 429    | too many wrong admin keys from one address (with Retry-After)              |
 | 503    | storage unreachable, or not ready                                          |
 | 500    | a true server fault only: logged with a reference id, no details returned  |
 """
 
 from __future__ import annotations
 
-import hmac
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any, Literal
 from urllib.parse import unquote_to_bytes
 
@@ -39,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import channels.metrics  # noqa: F401 - /metrics must list ours even before any traffic
 from agent import McpConfigFile
 from channels.usage import UsageDesk
+from service.admin_auth import AdminAuth, Verdict
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
 from service.mcp_api import McpReloader, add_mcp_admin
 from service.settings import Settings
@@ -366,22 +370,25 @@ def build_http_app(
         return Deleted(deleted=link_id)
 
     _add_link_page(app, accounts=accounts, links=links)
+    admin = _admin_guard(settings)  # one guard, so wrong keys count across every admin route
     if usage is not None:
-        admin_codes = (401, 422, 503)
+        admin_codes = (400, 401, 422, 429, 503)
         add_usage_admin(
             app,
             usage=usage,
-            admin=_admin_guard(settings),
+            admin=admin,
             responses={code: {"model": ErrorBody} for code in admin_codes},
         )
     add_mcp_admin(
         app,
         file=mcp_file,
         agent=mcp_agent,
-        admin=_admin_guard(settings),
-        responses={code: {"model": ErrorBody} for code in (401, 409, 422, 503)},
+        admin=admin,
+        responses={code: {"model": ErrorBody} for code in (400, 401, 403, 409, 422, 429, 503)},
+        allowed_vars=settings.mcp_allowed_var_names,
+        allow_commands=settings.admin_allow_commands == "on",
     )
-    _add_ops(app, settings=settings, ready=ready, status=status)
+    _add_ops(app, settings=settings, ready=ready, status=status, admin=admin)
     for path, handler in (webhooks or {}).items():
         _add_webhook(app, path, handler)
     return app
@@ -404,9 +411,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
-        return _error(
-            exc.status_code, message.lower() if message else "request failed", exc.headers
-        )
+        if message == HTTPStatus(exc.status_code).phrase:
+            message = message.lower()  # Starlette's own "Not Found"; ours keep variable names
+        return _error(exc.status_code, message or "request failed", exc.headers)
 
     @app.exception_handler(StorageError)
     async def storage_down(request: Request, exc: StorageError) -> JSONResponse:
@@ -472,9 +479,8 @@ def _add_ops(
     settings: Settings,
     ready: Callable[[], Awaitable[bool]],
     status: Callable[[], dict[str, object]] | None = None,
+    admin: Callable[..., Awaitable[None]],
 ) -> None:
-    admin_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <admin key>")
-
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
         """The process is up."""
@@ -497,33 +503,44 @@ def _add_ops(
         """Prometheus exposition of the default registry."""
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/api/admin/config", tags=["ops"], responses={401: {"model": ErrorBody}})
-    async def admin_config(
-        creds: HTTPAuthorizationCredentials | None = Depends(admin_bearer),
-    ) -> dict[str, Any]:
+    @app.get(
+        "/api/admin/config",
+        tags=["ops"],
+        responses={code: {"model": ErrorBody} for code in (401, 429)},
+        dependencies=[Depends(admin)],
+    )
+    async def admin_config() -> dict[str, Any]:
         """Effective settings with every secret shown as `***` (needs SWITCHBOARD_ADMIN_KEY)."""
-        expected = settings.admin_key.get_secret_value() if settings.admin_key else ""
-        given = creds.credentials if creds is not None else ""
-        if not expected:
-            raise _ApiError(401, "admin API disabled: set SWITCHBOARD_ADMIN_KEY", _BEARER_CHALLENGE)
-        if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
-            raise _ApiError(401, "invalid admin key", _BEARER_CHALLENGE)
         return settings.public_view()
 
 
 def _admin_guard(settings: Settings) -> Callable[..., Awaitable[None]]:
-    """A dependency admitting only `Authorization: Bearer <SWITCHBOARD_ADMIN_KEY>`."""
+    """A dependency admitting only `Authorization: Bearer <SWITCHBOARD_ADMIN_KEY>`, from an
+    address not locked out for wrong keys (`service/admin_auth.py`), with a body no deeper than
+    the public endpoints accept."""
     admin_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <admin key>")
+    auth = AdminAuth(settings.admin_key.get_secret_value() if settings.admin_key else "")
 
     async def require_admin(
+        request: Request,
         creds: HTTPAuthorizationCredentials | None = Depends(admin_bearer),
     ) -> None:
-        expected = settings.admin_key.get_secret_value() if settings.admin_key else ""
-        given = creds.credentials if creds is not None else ""
-        if not expected:
+        client = request.client.host if request.client else "unknown"
+        route = getattr(request.scope.get("route"), "path", "")  # the template: no user ids
+        found = auth.check(creds.credentials if creds else None, client=client, route=route)
+        if found.verdict is Verdict.DISABLED:
             raise _ApiError(401, "admin API disabled: set SWITCHBOARD_ADMIN_KEY", _BEARER_CHALLENGE)
-        if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
+        if found.verdict is Verdict.LIMITED:
+            raise _ApiError(
+                429,
+                "too many wrong admin keys from this address; try again later",
+                {"Retry-After": str(found.retry_after_s)},
+            )
+        if found.verdict is not Verdict.OK:
             raise _ApiError(401, "invalid admin key", _BEARER_CHALLENGE)
+        if too_deep(await request.body(), request.headers.get("content-type")):
+            _log.info("admin.rejected", route=route, reason="nesting")
+            raise _ApiError(400, f"malformed body: JSON nested deeper than {MAX_JSON_DEPTH}")
 
     return require_admin
 

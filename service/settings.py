@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from pydantic import (
     AliasChoices,
@@ -21,9 +20,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.limits import ADMIN_KEY_MIN_LENGTH, check_limit_usd
 from switchboard.errors import ConfigError
+from switchboard.masking import MASK, mask
 
-__all__ = ["Settings", "load_settings", "mask_url"]
+__all__ = ["Settings", "load_settings"]
 
 
 def _env(name: str) -> AliasChoices:
@@ -63,6 +64,9 @@ class Settings(BaseSettings):
         "agent", min_length=1, validation_alias=_env("SWITCHBOARD_AGENT_ASSISTANT")
     )
     mcp_config: Path | None = Field(None, validation_alias=_env("SWITCHBOARD_MCP_CONFIG"))
+    mcp_allowed_vars: str = Field("", validation_alias=_env("SWITCHBOARD_MCP_ALLOWED_VARS"))
+    """Comma list of the variables an MCP config sent over HTTP may reference (the file may use
+    any): `${OPENAI_API_KEY}` in a PUT would otherwise hand the service's key to any server."""
 
     http_host: str = Field("127.0.0.1", validation_alias=_env("SWITCHBOARD_HTTP_HOST"))
     http_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SWITCHBOARD_HTTP_PORT"))
@@ -71,6 +75,10 @@ class Settings(BaseSettings):
     )
     access: Literal["linked", "open"] = Field("linked", validation_alias=_env("SWITCHBOARD_ACCESS"))
     admin_key: SecretStr | None = Field(None, validation_alias=_env("SWITCHBOARD_ADMIN_KEY"))
+    admin_allow_commands: Literal["on", "off"] = Field(
+        "off", validation_alias=_env("SWITCHBOARD_ADMIN_ALLOW_COMMANDS")
+    )
+    """`on`: the admin API may add or change an MCP stdio command, i.e. run programs on the host."""
 
     busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
     max_concurrent_turns: int = Field(
@@ -145,10 +153,10 @@ class Settings(BaseSettings):
     )  # gateway shards, split across the receiving processes through one lease each
 
     budget_daily_usd: float = Field(
-        0.0, ge=0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_DAILY_USD")
+        0.0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_DAILY_USD")
     )
     budget_weekly_usd: float = Field(
-        0.0, ge=0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_WEEKLY_USD")
+        0.0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_WEEKLY_USD")
     )
     model_price: str | None = Field(None, validation_alias=_env("SWITCHBOARD_MODEL_PRICE"))
 
@@ -158,6 +166,34 @@ class Settings(BaseSettings):
         if not value or any(c in value for c in "{} \t\n"):
             raise ValueError("must be non-empty, without spaces or braces")
         return value
+
+    @field_validator("admin_key")
+    @classmethod
+    def _admin_key_long(cls, value: SecretStr | None) -> SecretStr | None:
+        """A short key is guessable over HTTP; empty means the admin API is off."""
+        if value is not None and 0 < len(value.get_secret_value()) < ADMIN_KEY_MIN_LENGTH:
+            raise ValueError(
+                f"must be at least {ADMIN_KEY_MIN_LENGTH} characters (e.g. `openssl rand -hex 16`)"
+            )
+        return value
+
+    @field_validator("mcp_allowed_vars")
+    @classmethod
+    def _variable_names(cls, value: str) -> str:
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        bad = [n for n in names if not _VAR_NAME.match(n)]
+        if bad:
+            raise ValueError(f"not a variable name: {bad[0]!r} (expected NAME,OTHER_NAME)")
+        return ",".join(names)
+
+    @property
+    def mcp_allowed_var_names(self) -> frozenset[str]:
+        return frozenset(n for n in self.mcp_allowed_vars.split(",") if n)
+
+    @field_validator("budget_daily_usd", "budget_weekly_usd")
+    @classmethod
+    def _budget_range(cls, value: float) -> float:
+        return check_limit_usd(value)
 
     @field_validator("public_url", "telegram_api_base", "slack_api_base", "discord_api_base")
     @classmethod
@@ -234,13 +270,11 @@ class Settings(BaseSettings):
             alias = field.validation_alias
             key = alias.choices[0] if isinstance(alias, AliasChoices) else name
             if isinstance(value, SecretStr):
-                out[str(key)] = "***"
+                out[str(key)] = MASK
             elif isinstance(value, Path):
-                out[str(key)] = str(value)
-            elif isinstance(value, str) and "://" in value:
-                out[str(key)] = mask_url(value)
+                out[str(key)] = mask(str(value), key=str(key))
             else:
-                out[str(key)] = value
+                out[str(key)] = mask(value, key=str(key))
         return out
 
 
@@ -260,27 +294,11 @@ def _parse_price(value: str) -> tuple[float, float]:
     return prices
 
 
-def mask_url(url: str) -> str:
-    """A URL fit to show: the password (or a lone user part, often a token) and every query
-    value become `***`. Anything unparsable is masked whole rather than risk echoing it."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        creds, at, host = netloc.rpartition("@")
-        if at:
-            user, colon, _ = creds.partition(":")
-            netloc = f"{user}:***@{host}" if colon else f"***@{host}"
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = "&".join(f"{quote(k)}=***" for k, _ in pairs)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:
-        return "***"
-
-
 _AGENT = re.compile(
     r"^(builtin|python:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*|https?://[^\s/]+\S*)$", re.I
 )
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _set(value: SecretStr | None) -> bool:

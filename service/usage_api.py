@@ -7,7 +7,7 @@ Registered by `service/http.py` on the same app and behind the same admin key as
 |--------|----------------------------------------------------|--------------------------------------|
 | GET    | `/api/admin/usage/{platform}/{user_id}`            | spend and limits per window          |
 | POST   | `/api/admin/usage/{platform}/{user_id}/reset`      | `{"weekly": false}`: today only      |
-| PUT    | `/api/admin/usage/{platform}/{user_id}/limits`     | `{"daily_usd", "weekly_usd"}` (null = the configured default, 0 = unlimited) |
+| PUT    | `/api/admin/usage/{platform}/{user_id}/limits`     | `{"daily_usd", "weekly_usd"}` (null = the configured default, 0 = unlimited, else 0.01 to 1e6 USD; 422 otherwise) |
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from channels.message import Platform
 from channels.usage import UsageDesk, UsageReport, WindowUsage, percent_text, usd_to_micros
+from service.limits import check_limit_usd
 from storage import UsageLimits
 
 __all__ = ["LimitsIn", "ResetIn", "UsageOut", "WindowOut", "add_usage_admin", "check_user"]
@@ -53,8 +54,14 @@ class ResetIn(BaseModel):
 
 
 class LimitsIn(BaseModel):
-    daily_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
-    weekly_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    daily_usd: float | None = Field(None, allow_inf_nan=False)
+    weekly_usd: float | None = Field(None, allow_inf_nan=False)
+
+    @field_validator("daily_usd", "weekly_usd")
+    @classmethod
+    def _in_range(cls, value: float | None) -> float | None:
+        """`1e-07` would round to 0 (unlimited) and `1e308` overflow the microdollar count."""
+        return None if value is None else check_limit_usd(value)
 
 
 def check_user(platform: str, user_id: str) -> str:

@@ -24,7 +24,7 @@ from service.settings import Settings
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.recording_adapter import RecordingAdapter
 
-ADMIN_KEY = "admin-key-for-mcp-tests"
+ADMIN_KEY = "admin-key-for-mcp-tests-0123456789"
 SERVER = str(Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py")
 SECRET = f"vault-secret-{uuid.uuid4().hex}"
 VAR = "SB_TEST_VAULT_TOKEN"

@@ -16,7 +16,7 @@ from service.http import build_http_app
 from service.settings import Settings
 from storage import Accounts, Keys, LinkKind, Links, LinkToken
 
-ADMIN_KEY = "admin-key-for-tests"
+ADMIN_KEY = "admin-key-for-tests-0123456789"
 OPENAI_KEY = "sk-test-openai-secret"
 TELEGRAM_TOKEN = "123456:telegram-test-secret"
 

@@ -23,7 +23,7 @@ from tests.support import wait_until
 
 TG_SECRET = "operator-test-webhook-secret"
 SLACK_SECRET = "operator-test-signing-secret"
-ADMIN_KEY = "operator-admin-key"
+ADMIN_KEY = "operator-admin-key-0123456789"
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def settings_for(
         http_port=0,
         access="open",
         public_url="https://switchboard.example",
-        admin_key="operator-key-123",
+        admin_key="operator-key-123-0123456789abcdef",
         telegram_bot_token=TOKEN,
         telegram_api_base=tg.base_url,
         telegram_mode="webhook",
@@ -121,7 +121,8 @@ async def test_service_answers_every_platform_through_its_real_endpoints(
             for platform in ("telegram", "slack", "discord"):
                 assert f'switchboard_messages_in_total{{platform="{platform}"}}' in metrics
             config = await http.get(
-                "/api/admin/config", headers={"Authorization": "Bearer operator-key-123"}
+                "/api/admin/config",
+                headers={"Authorization": "Bearer operator-key-123-0123456789abcdef"},
             )
             assert config.status_code == 200
             shown = json.dumps(config.json())

@@ -20,7 +20,7 @@ from service.http import build_http_app
 from service.settings import Settings
 from storage import Accounts, Keys, Links, UsageLedger
 
-ADMIN = "usage-admin-key"
+ADMIN = "usage-admin-key-0123456789abc"
 
 
 async def _cli(*args: str) -> tuple[int, str, str]:

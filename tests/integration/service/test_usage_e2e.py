@@ -30,7 +30,7 @@ from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.support import wait_until
 
 TG_SECRET = "usage-e2e-webhook-secret"
-ADMIN_KEY = "usage-e2e-admin-key"
+ADMIN_KEY = "usage-e2e-admin-key-0123456789"
 ANN = FakeTelegram.user(7, "Ann")
 BOB = FakeTelegram.user(8, "Bob")
 

@@ -34,3 +34,17 @@ def test_a_bad_price_is_one_line_naming_the_variable(value: str) -> None:
 def test_a_bad_budget_names_its_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=f"^invalid setting {name}:"):
         load_settings(_env_file=None, **{name: value})
+
+
+@pytest.mark.parametrize("name", ["SWITCHBOARD_BUDGET_DAILY_USD", "SWITCHBOARD_BUDGET_WEEKLY_USD"])
+@pytest.mark.parametrize("value", ["1e-07", "0.001", "1e308", "1e20", "1000001", "inf", "-inf"])
+def test_a_budget_outside_a_cent_to_a_million_dollars_is_refused(name: str, value: str) -> None:
+    """`1e-07` would round to 0 microdollars, which means unlimited; `1e20` overflows int64."""
+    with pytest.raises(ConfigError, match=f"^invalid setting {name}:"):
+        load_settings(_env_file=None, **{name: value})
+
+
+@pytest.mark.parametrize(("value", "usd"), [("0", 0.0), ("0.01", 0.01), ("1e6", 1_000_000.0)])
+def test_zero_and_a_cent_to_a_million_dollars_are_accepted(value: str, usd: float) -> None:
+    settings = load_settings(_env_file=None, SWITCHBOARD_BUDGET_DAILY_USD=value)
+    assert settings.budget_daily_usd == usd
