@@ -120,7 +120,9 @@ def _secret(value: Any) -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[Core]:
+async def build_core(
+    settings: Settings, client: redis.Redis, *, start_intake: bool = True
+) -> AsyncIterator[Core]:
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
     stores = ManagerStores(
@@ -185,6 +187,8 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
             max_input_chars=settings.max_input_chars,
             max_concurrent_turns=settings.max_concurrent_turns,
             sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
+            max_attempts=settings.max_attempts,
+            lock_ttl_s=settings.lock_ttl_s,
             streaming=settings.streaming == "on",
             max_attachment_bytes=int(settings.max_attachment_mb * 1024 * 1024),
         ),
@@ -193,7 +197,7 @@ async def build_core(settings: Settings, client: redis.Redis) -> AsyncIterator[C
     core = Core(
         settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
     )
-    if settings.role != "ingress":
+    if start_intake and settings.role != "ingress":
         await manager.start()
     try:
         yield core
@@ -322,7 +326,9 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 cluster=settings.redis_cluster,
             )
         )
-        core = await stack.enter_async_context(build_core(settings, client))
+        # The intake starts after the adapters: an entry is only taken by a worker that can
+        # answer it (one for a platform not served here is left for a process that serves it).
+        core = await stack.enter_async_context(build_core(settings, client, start_intake=False))
         core.redis_policy = await _check_eviction(client)
         core.adapters = build_adapters(settings, core.manager, client=client)
         if http and not core.adapters:
@@ -356,6 +362,9 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
                 await _own(stack, core, adapter, parts, leases)
             started.append(adapter)
             _log.info("channel.started", platform=str(adapter.platform), receive=receive)
+
+        if settings.role != "ingress":
+            await core.manager.start()
 
         async def drain() -> None:
             """Stop taking inbox entries and let turns in hand finish and reply while the

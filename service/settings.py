@@ -95,6 +95,8 @@ class Settings(BaseSettings):
     """`ingress`: adapters + HTTP, append to the inbox; `worker`: answer from the inbox."""
     lock_ttl_s: float = Field(30.0, ge=0.5, le=600, validation_alias=_env("SWITCHBOARD_LOCK_TTL_S"))
     """How soon a dead worker's thread lock and inbox entries pass to another worker."""
+    max_attempts: int = Field(5, ge=1, le=100, validation_alias=_env("SWITCHBOARD_MAX_ATTEMPTS"))
+    """Takes of one queued batch (failures, crashes) before it is answered with an error."""
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
     max_input_chars: int = Field(
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")
