@@ -133,7 +133,7 @@ class AccessAndRate:
             return True
         _log.info("message.denied", notice=decision.notice is not None)
         if decision.notice:
-            await self._say.refuse(ctx.adapter, ctx.msg, decision.notice)
+            await ctx.adapter.notify(ctx.msg, decision.notice)
         return False
 
 
