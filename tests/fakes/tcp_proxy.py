@@ -26,6 +26,7 @@ class TcpProxy:
     dropped: int = 0
     replies: int = 0  # server chunks forwarded since the last arming
     cuts: int = 0  # connections cut by `cut_requests`
+    requests: int = 0  # client chunks forwarded: a round trip each (a pipeline is written at once)
     _countdown: int = 0
     _marker: bytes = b""
     _down: bool = False
@@ -101,9 +102,11 @@ class TcpProxy:
     ) -> None:
         try:
             while chunk := await reader.read(65536):
-                if not from_server and self._marker and self._marker in chunk:
-                    self.cuts += 1
-                    break  # the request never reaches the server
+                if not from_server:
+                    if self._marker and self._marker in chunk:
+                        self.cuts += 1
+                        break  # the request never reaches the server
+                    self.requests += 1
                 if from_server:
                     if self._countdown:
                         self._countdown -= 1
