@@ -378,6 +378,7 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         _log.info(
             "service.started",
             frozen_objects=freeze_startup_heap(),  # after start-up: see service/heap.py
+            event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
             http=f"{settings.http_host}:{settings.http_port}",
             channels=[str(a.platform) for a in core.adapters],
             model=settings.model,

@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -69,9 +69,21 @@ async def _console(settings: Settings) -> None:
         await console.run()
 
 
+def _loop_factory(settings: Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where asked for and installed (it is not on Windows); else the standard loop."""
+    if settings.event_loop != "uvloop":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def _run(coro_factory, settings: Settings) -> int:  # type: ignore[no-untyped-def]
     try:
-        asyncio.run(coro_factory(settings))
+        with asyncio.Runner(loop_factory=_loop_factory(settings)) as runner:
+            runner.run(coro_factory(settings))
     except SwitchboardError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2

@@ -95,6 +95,7 @@ def configure_logging(
     for noisy in (
         "httpx",
         "httpcore",
+        "openai",
         "aiohttp.access",
         "discord.gateway",
         "slack_bolt",

@@ -123,6 +123,10 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", validation_alias=_env("SWITCHBOARD_LOG_LEVEL")
     )
+    event_loop: Literal["uvloop", "asyncio"] = Field(
+        "uvloop", validation_alias=_env("SWITCHBOARD_EVENT_LOOP")
+    )
+    """`uvloop` (faster I/O, where installed) or the standard library's loop."""
     log_format: Literal["console", "json"] = Field(
         "console", validation_alias=_env("SWITCHBOARD_LOG_FORMAT")
     )
