@@ -1,4 +1,8 @@
-"""Everything Switchboard keeps in Redis, behind verbs (claim, acquire, push, drain), never raw keys."""
+"""Everything Switchboard keeps in Redis, behind verbs (claim, acquire, push, drain), never raw keys.
+
+The values these verbs take and return (`Lock`, `Slot`, `Entry`, `PendingQuestion`, …) live in the
+leaf `switchboard.state`, so the channel manager can use them without importing `storage`; they
+are re-exported here for storage's own users."""
 
 from storage.accounts import (
     Account,
@@ -8,7 +12,7 @@ from storage.accounts import (
     Accounts,
     InvalidAccountName,
 )
-from storage.checkpoint import RedisCheckpointSaver
+from storage.checkpoint import FencedOut, RedisCheckpointSaver
 from storage.connection import (
     DEFAULT_MAX_CONNECTIONS,
     EmbeddedValkey,
@@ -46,7 +50,15 @@ from storage.ratelimit import RateDecision, RateLimiter
 from storage.remote_threads import RemoteThreads
 from storage.send_windows import SendWindow, SendWindows
 from storage.thread_map import THREAD_TTL_S, ThreadMap
-from storage.thread_queue import QUEUE_CAP, Ledger, QueuedItem, Slot, SlotState, ThreadQueue
+from storage.thread_queue import (
+    QUEUE_CAP,
+    Ledger,
+    QueuedItem,
+    Slot,
+    SlotState,
+    ThreadQueue,
+    ThreadState,
+)
 from storage.usage import (
     TURN_MARK_TTL_S,
     UsageLedger,
@@ -79,6 +91,7 @@ __all__ = [
     "Dedupe",
     "EmbeddedValkey",
     "Entry",
+    "FencedOut",
     "Inbox",
     "InboxFull",
     "InvalidAccountName",
@@ -110,6 +123,7 @@ __all__ = [
     "ThreadLocks",
     "ThreadMap",
     "ThreadQueue",
+    "ThreadState",
     "TokenGone",
     "TokenNotFound",
     "TokenState",

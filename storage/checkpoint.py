@@ -61,17 +61,13 @@ from redis.exceptions import NoScriptError, RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.errors import StorageError
+from switchboard.errors import FencedOut
 
 __all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver"]
 
 FENCE_KEY = "fence"
 """A `configurable` entry holding the writer's thread-lock token: checkpoints are written only
 while that token still holds the lock, so a worker that lost its lock cannot fork the history."""
-
-
-class FencedOut(StorageError):
-    """The thread lock is no longer the writer's: nothing was written."""
 
 
 _log = structlog.get_logger(__name__)

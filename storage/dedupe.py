@@ -10,13 +10,12 @@ All ids of one message share the chat's hash slot, so one script claims all or n
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from switchboard.state import Claim
 
 __all__ = ["DEDUPE_TTL_S", "Claim", "Dedupe"]
 
@@ -41,12 +40,6 @@ for _, key in ipairs(KEYS) do
 end
 return 1
 """
-
-
-class Claim(StrEnum):
-    NEW = "new"  # ours to handle
-    DUPLICATE = "dup"  # another delivery of a message already taken
-    DONE = "done"  # this very entry was handled before (reclaimed after a crash)
 
 
 class Dedupe:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
@@ -25,6 +24,7 @@ from redis.exceptions import RedisError, ResponseError
 from storage.keys import Keys
 from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from switchboard.errors import StorageError
+from switchboard.state import Entry
 
 __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "consumer_name"]
 
@@ -58,13 +58,6 @@ return #claim - 6
 
 class InboxFull(StorageError):
     """Too much unfinished work: the message was not taken, the platform should redeliver."""
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    entry_id: str
-    payload: bytes
-    deliveries: int = 1  # how often a consumer was handed this entry
 
 
 def consumer_name() -> str:

@@ -11,13 +11,13 @@ holder that takes it overwrites it with its beat id, so the take is idempotent u
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from switchboard.state import Lock
 
 __all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks", "lock_ms"]
 
@@ -57,13 +57,6 @@ return {1, 0}
 def lock_ms(ttl_s: float) -> int:
     """Lock TTL in ms for PX/PEXPIRE, which reject 0: a sub-ms TTL still means "expire soon"."""
     return max(1, round(ttl_s * 1000))
-
-
-@dataclass(frozen=True, slots=True)
-class Lock:
-    thread_id: str
-    token: str
-    ttl_s: float
 
 
 class ThreadLocks:

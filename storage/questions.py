@@ -10,20 +10,16 @@ lock, so a press and a typed answer racing each other resume the run once.
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
-from dataclasses import asdict, dataclass, field
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from switchboard.state import QUESTION_TTL_S, PendingQuestion, parse_question
 
 __all__ = ["QUESTION_TTL_S", "PendingQuestion", "PendingQuestions", "parse_question"]
-
-QUESTION_TTL_S = 7 * 24 * 3600  # People answer later; after a week the question is dropped.
 
 _SET_MESSAGE = """
 local raw = redis.call('GET', KEYS[1])
@@ -34,38 +30,6 @@ doc['message_id'] = ARGV[2]
 redis.call('SET', KEYS[1], cjson.encode(doc), 'KEEPTTL')
 return 1
 """
-
-
-def new_question_id() -> str:
-    """Short enough for Telegram's 64-byte callback data with an option index appended."""
-    return secrets.token_urlsafe(9)
-
-
-@dataclass(frozen=True, slots=True)
-class PendingQuestion:
-    asker_id: str
-    text: str
-    options: tuple[str, ...] = ()
-    question_id: str = field(default_factory=new_question_id)
-    expires_at: float = field(default_factory=lambda: time.time() + QUESTION_TTL_S)
-    message_id: str = ""
-
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["options"] = list(self.options)
-        return json.dumps(data, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: bytes | str) -> PendingQuestion:
-        data = json.loads(raw)
-        return cls(
-            asker_id=str(data["asker_id"]),
-            text=str(data["text"]),
-            options=tuple(str(o) for o in data.get("options") or ()),
-            question_id=str(data["question_id"]),
-            expires_at=float(data["expires_at"]),
-            message_id=str(data.get("message_id") or ""),
-        )
 
 
 class PendingQuestions:
@@ -114,14 +78,3 @@ class PendingQuestions:
             )
         except RedisError as exc:
             raise storage_error("question update", exc) from None
-
-
-def parse_question(raw: bytes | str | None) -> PendingQuestion | None:
-    """The stored question, or None if absent, corrupt or past its `expires_at`."""
-    if not raw:
-        return None
-    try:
-        question = PendingQuestion.from_json(raw)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return question if question.expires_at > time.time() else None

@@ -10,13 +10,13 @@ shared hash tag keeps them in one Redis Cluster slot, so one script updates both
 from __future__ import annotations
 
 import secrets
-from enum import StrEnum
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from switchboard.state import RateDecision
 
 __all__ = ["RateDecision", "RateLimiter"]
 
@@ -33,12 +33,6 @@ end
 if redis.call('SET', KEYS[2], '1', 'NX', 'PX', window) then return 2 end
 return 3
 """
-
-
-class RateDecision(StrEnum):
-    ALLOW = "allow"
-    NOTIFY = "notify"  # over the limit, first time this window: tell the sender once
-    SILENT = "silent"  # over the limit and already told
 
 
 class RateLimiter:

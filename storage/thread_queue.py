@@ -34,17 +34,24 @@ the open clarification question for the batch to answer. Every script is idempot
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from enum import StrEnum
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
-from storage.locks import LOCK_TTL_S, Lock, lock_ms
-from storage.questions import PendingQuestion, parse_question
+from storage.locks import LOCK_TTL_S, lock_ms
 from switchboard.errors import StorageError
+from switchboard.state import (
+    Ledger,
+    Lock,
+    QueuedItem,
+    Slot,
+    SlotState,
+    ThreadState,
+    parse_question,
+    sortable_entry_id,
+)
 
 __all__ = [
     "DONE_TTL_S",
@@ -209,55 +216,6 @@ if redis.call('HEXISTS', KEYS[1], 'rec') == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 """
-
-
-class SlotState(StrEnum):
-    RUN = "run"  # the lock is ours: answer `items` (oldest first)
-    QUEUED = "queued"  # another holder will answer it
-    FULL = "full"  # refused: the thread already has QUEUE_CAP unanswered messages
-    DONE = "done"  # this entry was answered before (a redelivery after a crash)
-    EMPTY = "empty"  # resume: nothing is queued
-    BUSY = "busy"  # a live holder has the lock (resume; submit without queueing)
-    RELEASED = "released"  # finish: nothing more queued, the lock is free
-    LOST = "lost"  # finish: the lock had expired (the batch is recorded answered all the same)
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedItem:
-    entry_id: str
-    payload: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Ledger:
-    """A batch's recorded answer (opaque to storage) and the receipts of the pieces sent."""
-
-    record: bytes
-    receipts: dict[int, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Slot:
-    state: SlotState
-    depth: int = 0
-    lock: Lock | None = None
-    items: list[QueuedItem] = field(default_factory=list)
-    question: PendingQuestion | None = None
-    attempt: int = 0  # RUN: how often the front entry's batch was taken, this time included
-    ledger: Ledger | None = None  # RUN: the answer recorded by an earlier attempt, if any
-
-
-def sortable_entry_id(entry_id: str) -> str:
-    """A stream id `ms-seq` padded so that lexical order is arrival order."""
-    ms, _, seq = entry_id.partition("-")
-    return f"{int(ms):015d}-{int(seq or 0):08d}"
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadState:
-    busy: bool  # a holder has the lock
-    unanswered: int  # queued messages, the batch being answered included
-    question: PendingQuestion | None
 
 
 class ThreadQueue:

@@ -3,7 +3,8 @@
     SwitchboardError                 category
     ├── ConfigError                  "config"
     ├── StorageError                 "storage"
-    │   └── TransientStorageError    (connection, timeout, loading: worth another attempt)
+    │   ├── TransientStorageError    (connection, timeout, loading: worth another attempt)
+    │   └── FencedOut                (the thread lock is no longer the writer's)
     ├── AgentError                   "agent"
     ├── AccessDenied                 "access"
     └── PlatformError(platform, code) "platform"
@@ -20,6 +21,7 @@ __all__ = [
     "AccessDenied",
     "AgentError",
     "ConfigError",
+    "FencedOut",
     "FileTooLarge",
     "PlatformAuthError",
     "PlatformError",
@@ -47,6 +49,11 @@ class StorageError(SwitchboardError):
 
 class TransientStorageError(StorageError):
     """Redis was unreachable, timed out or still loading: the same step may well work soon."""
+
+
+class FencedOut(StorageError):
+    """The thread lock is no longer the writer's: nothing was written (the checkpoint saver
+    checks the fence; the manager takes it as a lost lock)."""
 
 
 class AgentError(SwitchboardError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.questions import answer_text
 from channels.message import InboundMessage
-from storage import PendingQuestion, QueuedItem
+from switchboard.state import PendingQuestion, QueuedItem
 
 __all__ = ["Batch", "join_messages", "pick_batch", "recorded_batch"]
 

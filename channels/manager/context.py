@@ -11,7 +11,7 @@ from agent.result import TurnContext
 from channels.adapter import Adapter, ReplyStream
 from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
-from storage import Lock
+from switchboard.state import Lock
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch

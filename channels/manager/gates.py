@@ -25,7 +25,7 @@ from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver, creates_conversation
 from channels.message import InboundMessage, Platform
-from storage import Claim, RateDecision
+from switchboard.state import Claim, RateDecision
 
 if TYPE_CHECKING:
     from channels.access import AccessGate

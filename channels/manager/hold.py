@@ -18,8 +18,8 @@ from types import TracebackType
 import structlog
 
 from channels.manager.ports import LockStore
-from storage import Lock
 from switchboard.errors import StorageError
+from switchboard.state import Lock
 
 __all__ = ["LockLost", "ThreadHold"]
 

@@ -19,8 +19,8 @@ import structlog
 from channels.manager.config import ManagerConfig
 from channels.manager.context import ChatOrder, Outcome
 from channels.manager.ports import InboxStore, OrphanStore
-from storage import Entry
 from switchboard.errors import StorageError
+from switchboard.state import Entry
 
 __all__ = ["EntryHandler", "Intake", "Sweeper"]
 

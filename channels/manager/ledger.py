@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from agent.result import FileData, ModelCall, TurnResult, TurnUsage
 from channels.adapter import Chunk
-from storage import PendingQuestion
+from switchboard.state import PendingQuestion
 
 __all__ = ["INLINE_FILE_BYTES", "CorruptRecord", "Piece", "TurnRecord"]
 

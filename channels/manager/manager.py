@@ -36,8 +36,8 @@ from channels.manager.retry import Step, run_idempotent
 from channels.manager.routing import ThreadResolver
 from channels.manager.turns import TurnScheduler
 from channels.message import InboundMessage, Platform
-from storage import Entry
 from switchboard.errors import AgentError, StorageError
+from switchboard.state import Entry
 
 if TYPE_CHECKING:
     from channels.access import AccessGate

@@ -1,23 +1,26 @@
 """The stores the manager needs, as the manager sees them: Protocols at its edge.
 
-`storage/` provides the Redis implementations (every guarantee in the README rests on them); a
-test can hand the manager's parts in-memory stand-ins instead and exercise their logic without a
-network (tests/unit/channels/manager/). Each Protocol lists exactly the calls the manager makes.
+`storage/` provides the Redis implementations (every guarantee in the README rests on them), and
+`service/` builds them and hands them in: the manager never imports `storage` (an import-linter
+contract holds it to that). The values crossing this edge live in the leaf `switchboard.state`.
+`tests/fakes/memory_ports.py` has an in-memory twin of every port with the same semantics (a
+contract test runs both), so the manager's parts are unit-tested without a network, with a
+failure injected at every await. Each Protocol lists exactly the calls the manager makes.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from storage import (
+from switchboard.state import (
     Claim,
     Entry,
     Lock,
     PendingQuestion,
     RateDecision,
     Slot,
+    ThreadState,
 )
-from storage.thread_queue import ThreadState
 
 __all__ = [
     "DedupeStore",

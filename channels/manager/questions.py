@@ -12,8 +12,8 @@ from channels.adapter import Adapter, Chunk, QuestionPrompt, SentRef
 from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
-from storage import PendingQuestion
 from switchboard.errors import SwitchboardError
+from switchboard.state import PendingQuestion
 
 __all__ = ["QuestionDesk", "answer_text"]
 

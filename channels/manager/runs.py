@@ -23,8 +23,7 @@ from channels.manager.context import TurnSession
 from channels.manager.hold import LockLost
 from channels.manager.replies import Responder
 from channels.manager.stream_policy import StreamPolicy
-from storage.checkpoint import FencedOut
-from switchboard.errors import AgentError, StorageError
+from switchboard.errors import AgentError, FencedOut, StorageError
 
 __all__ = ["AgentRuns", "RunOutcome"]
 

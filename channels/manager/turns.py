@@ -41,9 +41,8 @@ from channels.manager.retry import Step, run_idempotent
 from channels.manager.runs import AgentRuns, RunOutcome
 from channels.message import Platform, ReplyTarget
 from channels.render import render_chunks
-from storage import Slot, SlotState
-from storage.thread_queue import sortable_entry_id
 from switchboard.errors import AgentError, StorageError, is_transient
+from switchboard.state import Slot, SlotState, sortable_entry_id
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk

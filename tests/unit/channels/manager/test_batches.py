@@ -8,7 +8,7 @@ from typing import Any
 from channels.manager.batches import join_messages, pick_batch
 from channels.manager.codec import encode_message
 from channels.message import ButtonPress, InboundMessage, Platform
-from storage import PendingQuestion, QueuedItem
+from switchboard.state import PendingQuestion, QueuedItem
 
 __all__: list[str] = []
 
@@ -147,7 +147,7 @@ def test_a_press_for_an_option_that_does_not_exist_is_dropped_not_a_crash() -> N
     from channels.manager.batches import pick_batch as pick
     from channels.manager.codec import encode_message as encode
     from channels.message import ButtonPress, InboundMessage, Platform
-    from storage import PendingQuestion, QueuedItem
+    from switchboard.state import PendingQuestion, QueuedItem
 
     question = PendingQuestion(asker_id="U1", text="Which?", options=("a", "b"))
     press = InboundMessage(
