@@ -22,8 +22,8 @@ async def stack(make_manager) -> AsyncIterator[Stack]:  # type: ignore[no-untype
     seen: list[InboundMessage] = []
 
     async def deliver(msg: InboundMessage) -> None:
-        seen.append(msg)
         await manager.deliver(msg)
+        seen.append(msg)  # counted once durable: settle() then waits for it
 
     adapter = DiscordAdapter(
         token=fake.token, deliver=deliver, api_base=fake.api_base, guild_ready_timeout=0.05

@@ -97,8 +97,8 @@ async def make_stack(make_manager: Any) -> AsyncIterator[StackFactory]:
         seen: list[InboundMessage] = []
 
         async def relay(msg: InboundMessage) -> None:
-            seen.append(msg)
             await manager.deliver(msg)
+            seen.append(msg)  # counted once durable: settle() then waits for it
 
         transport: dict[str, str] = (
             {"signing_secret": SECRET} if http else {"app_token": fake.app_token}
