@@ -19,14 +19,9 @@ from channels.manager.gates import (
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver
-from channels.message import ButtonPress, InboundMessage, Platform
+from channels.message import ButtonPress, InboundMessage, Platform, conversation_key
+from tests.fakes.memory_ports import MemoryPorts
 from tests.fakes.recording_adapter import RecordingAdapter
-from tests.unit.channels.manager.memory_stores import (
-    MemoryDedupe,
-    MemoryQuestions,
-    MemoryRate,
-    MemoryThreads,
-)
 
 
 class _HelpOnly:
@@ -43,8 +38,8 @@ class Chain:
     def __init__(self, *, rate_limit: int = 20) -> None:
         say = Responder(typing_delay_s=0.3)
         self.adapter = RecordingAdapter()
-        self.threads = MemoryThreads()
-        self.questions = MemoryQuestions()
+        ports = MemoryPorts(rate_limit=rate_limit)
+        self.threads = ports.threads
         self.reached: list[MessageContext] = []
         self.side: list[asyncio.Task[None]] = []
 
@@ -54,13 +49,13 @@ class Chain:
 
         self.handle = build_chain(
             [
-                DedupeGate(MemoryDedupe()),  # type: ignore[arg-type]
-                AccessAndRate(None, MemoryRate(limit=rate_limit), say),  # type: ignore[arg-type]
+                DedupeGate(ports.dedupe),
+                AccessAndRate(None, ports.rate, say),
                 LinkAndHelp(_HelpOnly(say)),  # type: ignore[arg-type]
                 InputLimits(say, max_chars=100),
                 Routing(
-                    ThreadResolver(self.threads),  # type: ignore[arg-type]
-                    QuestionDesk(self.questions),  # type: ignore[arg-type]
+                    ThreadResolver(ports.threads),
+                    QuestionDesk(ports.questions),
                     say,
                     lambda coro: self.side.append(asyncio.ensure_future(coro)),
                 ),
@@ -120,10 +115,10 @@ async def test_a_group_message_not_for_the_bot_is_ignored_and_a_dm_gets_a_thread
     chain = Chain()
     chatter = msg("lunch?", "g1", is_dm=False, chat_id="C1", platform=Platform.TELEGRAM)
     assert await chain.send(chatter, "1-0") is Outcome.ANSWERED
-    assert chain.reached == [] and chain.threads.conversations == {}
+    assert chain.reached == [] and await chain.threads.peek(conversation_key(chatter)) is None
     assert await chain.send(msg("hello", "d1"), "2-0") is Outcome.HANDED_OVER
     (ctx,) = chain.reached
-    assert ctx.thread_id == chain.threads.conversations[ctx.conversation]
+    assert ctx.thread_id == await chain.threads.peek(ctx.conversation)
 
 
 async def test_a_press_on_a_question_that_is_gone_is_answered_privately_and_stops() -> None:
