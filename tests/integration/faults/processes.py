@@ -53,6 +53,8 @@ class Worker:
             "SWITCHBOARD_RATE_LIMIT": "100000",
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
             "SWITCHBOARD_PUBLIC_URL": "https://switchboard.example",
+            # the cluster pass: REDIS_URL is then one node of a cluster
+            "SWITCHBOARD_REDIS_CLUSTER": os.environ.get("SWITCHBOARD_REDIS_CLUSTER", "false"),
             **(env or {}),
         }
         self.data = data

@@ -41,7 +41,7 @@ async def test_fifteen_messages_to_a_busy_thread_are_answered_in_order_or_refuse
     promised = {mid for mid, kind in adapter.acks if kind is AckKind.QUEUED}
     answers = " ".join(t for t in adapter.texts() if "can't take this one" not in t)
     answered = [int(n) for n in re.findall(r"\bm(\d+)x\b", answers)]
-    assert [t for t in adapter.texts() if "can't take" not in t][0] == "Done after 1 s."
+    assert next(t for t in adapter.texts() if "can't take" not in t) == "Done after 1 s."
     assert answered == sorted(answered)  # arrival order kept
     assert len(answered) == len(set(answered))  # each once
     assert len(answered) == QUEUE_CAP - 1  # the slow turn holds one of the places
