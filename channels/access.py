@@ -173,12 +173,14 @@ class AccessGate:
         self.public_url = public_url
 
     async def check(self, msg: InboundMessage) -> AccessDecision:
-        """Whether to serve this message; a denial carries a notice at most hourly per chat."""
+        """Whether to serve this message; a denial carries a notice at most hourly per chat,
+        and always for a native command (answered to its sender alone, and a Discord one waits
+        for an answer)."""
         if msg.platform is Platform.CONSOLE or self.mode == "open":
             return AccessDecision(allowed=True)
         if await self._is_linked(msg):
             return AccessDecision(allowed=True)
-        if await self._notices.claim(str(msg.platform), msg.chat_id):
+        if msg.native is not None or await self._notices.claim(str(msg.platform), msg.chat_id):
             return AccessDecision(allowed=False, notice=gate_notice(msg.platform, is_dm=msg.is_dm))
         return AccessDecision(allowed=False)
 

@@ -27,6 +27,7 @@ __all__ = [
     "ButtonPress",
     "ConversationRef",
     "InboundMessage",
+    "NativeCommand",
     "Platform",
     "ReplyTarget",
     "conversation_key",
@@ -74,6 +75,21 @@ class ButtonPress:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeCommand:
+    """A command the platform delivered as one (a Discord application command, a Slack slash
+    command) rather than as text, with what any worker needs to answer it: the answer goes
+    back through the platform's own channel for it, so a deferred Discord interaction is
+    resolved and private answers are ephemeral. The handles are bearer secrets: never logged."""
+
+    name: str  # as invoked, without the slash (`stop`, or an unknown word)
+    private: bool = False  # decided on arrival from the registry (a Discord defer fixes it)
+    place: str = ""  # `channels.commands.Place` where it was used: dm, group or thread
+    response_url: str = field(default="", repr=False)  # Slack: 30 minutes, 5 answers
+    application_id: str = ""  # Discord: with the interaction token, the follow-up webhook
+    token: str = field(default="", repr=False)  # Discord interaction token: 15 minutes
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyTarget:
     """Where a reply goes: bound on arrival, like slack-bolt's `say`."""
 
@@ -104,6 +120,7 @@ class InboundMessage:
     attachments: tuple[Attachment, ...] = ()
     event_ids: tuple[str, ...] = ()  # extra dedupe ids, e.g. Telegram update_id, Slack event_id
     button: ButtonPress | None = None
+    native: NativeCommand | None = None  # text is then the command as `/name args`
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

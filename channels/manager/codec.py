@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
 
 __all__ = ["CorruptPayload", "decode_message", "encode_message"]
 
@@ -42,6 +42,8 @@ def decode_message(payload: bytes | str) -> InboundMessage:
         known["event_ids"] = tuple(str(e) for e in known.get("event_ids") or ())
         button = known.get("button")
         known["button"] = ButtonPress(**_only(ButtonPress, button)) if button else None
+        native = known.get("native")
+        known["native"] = NativeCommand(**_only(NativeCommand, native)) if native else None
         return InboundMessage(**known)
     except (ValueError, TypeError, KeyError) as exc:
         raise CorruptPayload(f"unreadable message payload ({exc.__class__.__name__})") from None

@@ -1,4 +1,9 @@
-"""Chat commands: `/help`, `/link`, `/unlink` (before access checks), `/new`, `/stop`, `/status`."""
+"""Chat commands: `/help`, `/link`, `/unlink` (before access checks), `/new`, `/stop`, `/status`.
+
+A native command (`InboundMessage.native`) is answered through the platform's own channel for it
+(`adapter.notify`: Discord's follow-up, Slack's response_url), private where the registry says so;
+text commands keep answering in the conversation, `/link` and `/unlink` privately.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from channels.commands import HELP_TEXT, Command, CommandName
+from channels.commands import (
+    DEFAULT_PREFIX,
+    DEFAULT_SLACK_COMMAND,
+    Command,
+    CommandName,
+    CommandSpec,
+    Place,
+    command_spec,
+    help_text,
+    syntax_for,
+)
 from channels.manager.context import MessageContext
 from channels.manager.ports import LockStore, QueueStore, ThreadStore
 from channels.manager.replies import Responder
@@ -41,7 +56,11 @@ class CommandDesk:
         stop_local: StopLocal,
         extra: dict[str, Callable[[MessageContext], Awaitable[str]]] | None = None,
         tools: Callable[[], Sequence[str]] | None = None,
+        slack_command: str = DEFAULT_SLACK_COMMAND,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
+        self._slack_command = slack_command
+        self._prefix = prefix
         self._tools = tools
         self._threads = threads
         self._locks = locks
@@ -56,7 +75,7 @@ class CommandDesk:
     async def pre_access(self, ctx: MessageContext, command: Command) -> None:
         msg, adapter = ctx.msg, ctx.adapter
         if command.name is CommandName.HELP:
-            await self._say.send_text(adapter, msg.target, HELP_TEXT)
+            await self._answer(ctx, command, self._help(ctx))
             return
         if self._access is None:
             await adapter.notify(msg, "Linking is not enabled on this Switchboard.", private=True)
@@ -69,8 +88,12 @@ class CommandDesk:
         await adapter.notify(msg, text, private=True)
 
     async def run(self, ctx: MessageContext, command: Command) -> None:
-        _log.info("command.received", command=str(command.name))
-        msg = ctx.msg
+        _log.info("command.received", command=str(command.name), native=ctx.msg.native is not None)
+        spec = command_spec(command.name)
+        misplaced = self._misplaced(ctx, spec)
+        if misplaced is not None:
+            await ctx.adapter.notify(ctx.msg, misplaced, private=True)
+            return
         if command.name is CommandName.NEW:
             thread_id = await self._threads.start_new(ctx.conversation)
             text = "Started a new conversation. Earlier messages here are forgotten."
@@ -82,8 +105,49 @@ class CommandDesk:
         elif str(command.name) in self._extra:
             text = await self._extra[str(command.name)](ctx)
         else:
-            text = f"Unknown command {command.raw.split()[0]!r}.\n\n{HELP_TEXT}"
+            word = command.raw.split()[0] if command.raw.split() else command.raw
+            text = f"Unknown command {word!r}.\n\n{self._help(ctx)}"
+        await self._answer(ctx, command, text)
+
+    def _help(self, ctx: MessageContext) -> str:
+        platform = ctx.msg.platform
+        return help_text(
+            syntax_for(platform, slack_command=self._slack_command, prefix=self._prefix)
+        )
+
+    async def _answer(self, ctx: MessageContext, command: Command, text: str) -> None:
+        """A native command is answered where the platform expects it (its interaction, its
+        response_url), privately as the registry says; a typed one in the conversation."""
+        msg = ctx.msg
+        if msg.native is not None:
+            spec = command_spec(command.name)
+            private = spec.private if spec is not None else True
+            await ctx.adapter.notify(msg, text, private=private)
+            return
         await self._say.send_text(ctx.adapter, msg.target, text)
+
+    def _misplaced(self, ctx: MessageContext, spec: CommandSpec | None) -> str | None:
+        """Why a native command cannot act where it was used (a Slack slash command in a
+        channel: Slack sends none from threads, where conversations are), or None."""
+        native = ctx.msg.native
+        if native is None or spec is None or not native.place:
+            return None
+        try:
+            place = Place(native.place)
+        except ValueError:
+            return None
+        if place in spec.places:
+            return None
+        syntax = syntax_for(
+            ctx.msg.platform, slack_command=self._slack_command, prefix=self._prefix
+        )
+        _log.info("command.misplaced", command=str(spec.name), place=str(place))
+        where = (
+            "inside the conversation's thread"
+            if syntax.slash_in_threads
+            else f"type {syntax.prefix}{spec.name} inside the conversation's thread"
+        )
+        return f"{syntax.show(spec.name)} acts on one conversation: use it in a DM with me, or {where}."
 
     async def _stop(self, ctx: MessageContext) -> str:
         thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)

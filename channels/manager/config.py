@@ -58,3 +58,5 @@ class ManagerConfig:
     streaming: bool = False  # show replies as they are written, where the adapter can
     stream_after_s: float = 1.0  # a reply written faster than this is sent without streaming
     max_attachment_bytes: int = 10 * 1024 * 1024  # largest inbound file handed to the agent
+    command_prefix: str = "!"  # `!stop`: commands where a platform takes `/word` (Slack threads)
+    slack_command: str = "/switchboard"  # the Slack slash command, as `/help` shows it

@@ -17,7 +17,7 @@ import structlog
 
 from channels import metrics
 from channels.adapter import AckKind
-from channels.commands import parse_command
+from channels.commands import DEFAULT_PREFIX, CommandForm, parse_command
 from channels.manager.commands import PRE_ACCESS, CommandDesk
 from channels.manager.context import MessageContext, Outcome
 from channels.manager.ports import DedupeStore, RateStore
@@ -99,17 +99,43 @@ class LinkAndHelp:
 
 class AccessAndRate:
     """The per-sender flood limit (for every typed message, commands included) and linked
-    access (for all but the commands that grant it), read in one round trip of wall time."""
+    access (for all but the commands that grant it), read in one round trip of wall time.
+    Commands are recognised here; `!stop` or `@bot stop` unaddressed (a thread reply on Slack)
+    is a command only in a conversation of ours, or a stranger's thread would get answers."""
 
-    def __init__(self, access: AccessGate | None, rate: RateStore, responder: Responder) -> None:
+    def __init__(
+        self,
+        access: AccessGate | None,
+        rate: RateStore,
+        responder: Responder,
+        *,
+        resolver: ThreadResolver | None = None,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
         self._access = access
         self._rate = rate
         self._say = responder
+        self._resolver = resolver
+        self._prefix = prefix
+
+    async def _parse(self, ctx: MessageContext) -> None:
+        msg = ctx.msg
+        command = parse_command(msg.text, prefix=self._prefix, addressed=msg.mentions_bot)
+        if (
+            command is not None
+            and command.form is not CommandForm.SLASH
+            and msg.native is None
+            and not creates_conversation(msg)
+            and self._resolver is not None
+            and await self._resolver.thread_for(msg, ctx.conversation, create=False) is None
+        ):
+            command = None
+        ctx.command = command
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         msg = ctx.msg
         if msg.button is None:
-            ctx.command = parse_command(msg.text)
+            await self._parse(ctx)
         grants_access = ctx.command is not None and ctx.command.name in PRE_ACCESS
         limited = msg.platform is not Platform.CONSOLE and msg.button is None
         decision, allowed = await asyncio.gather(
@@ -118,7 +144,7 @@ class AccessAndRate:
         )
         if decision is not RateDecision.ALLOW:
             _log.info("message.rate_limited", decision=str(decision))
-            if decision is RateDecision.NOTIFY:
+            if decision is RateDecision.NOTIFY or msg.native is not None:  # a command waits
                 await self._say.refuse(ctx.adapter, msg, RATE_TEXT)
             return Outcome.ANSWERED
         if not allowed:

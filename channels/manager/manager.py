@@ -89,6 +89,8 @@ class Manager:
             stop_local=self._turns.stop_local,
             extra=extra,
             tools=getattr(runtime, "tool_names", None),
+            slack_command=config.slack_command,
+            prefix=config.command_prefix,
         )
         self._intake = Intake(
             stores.inbox, stores.orphans, handle=self._handle, sweep=self._sweep, config=config
@@ -96,7 +98,9 @@ class Manager:
         self._chain = build_chain(
             [
                 DedupeGate(stores.dedupe),
-                AccessAndRate(access, stores.rate, say),
+                AccessAndRate(
+                    access, stores.rate, say, resolver=resolver, prefix=config.command_prefix
+                ),
                 LinkAndHelp(commands),
                 Commands(commands),
                 BudgetGate(usage, say),
@@ -154,7 +158,7 @@ class Manager:
         ctx.turn_order = self._intake.order_for(entry.entry_id, f"{msg.platform}:{msg.chat_id}")
         if entry.deliveries > self._config.max_deliveries:
             _log.error("inbox.gave_up", deliveries=entry.deliveries)
-            await self._say.report(adapter, msg.target, AgentError("message kept failing"))
+            await self._say.report_on(adapter, msg, AgentError("message kept failing"))
             return await self._finalize(ctx, entry, Outcome.ANSWERED)
         try:
             outcome = await self._chain(ctx)
@@ -162,7 +166,7 @@ class Manager:
             _log.warning("message.storage_failed", error=str(exc), deliveries=entry.deliveries)
             return Outcome.RETRY
         except Exception as exc:
-            await self._say.report(adapter, msg.target, exc)
+            await self._say.report_on(adapter, msg, exc)
             outcome = Outcome.ANSWERED
         return await self._finalize(ctx, entry, outcome)
 

@@ -93,9 +93,25 @@ class Responder:
         except Exception as send_exc:
             _log.error("error_reply.failed", error=type(send_exc).__name__)
 
+    async def report_on(self, adapter: Adapter, msg: InboundMessage, exc: BaseException) -> None:
+        """`report` about one message: a native command hears it through its own answer (a
+        deferred Discord interaction would otherwise wait until it expires)."""
+        if msg.native is None:
+            await self.report(adapter, msg.target, exc)
+            return
+        text = self.failure_text(exc)
+        try:
+            await adapter.notify(msg, text, private=True)
+        except Exception as send_exc:
+            _log.error("error_reply.failed", error=type(send_exc).__name__)
+
     async def refuse(self, adapter: Adapter, msg: InboundMessage, text: str) -> None:
         """A message that will not be answered (queue full, too long, rate or budget limit):
-        said as a reply to that message, so in a busy DM it is clear which one was refused."""
+        said as a reply to that message, so in a busy DM it is clear which one was refused; a
+        native command's refusal answers the command itself, to the sender alone."""
+        if msg.native is not None:
+            await adapter.notify(msg, text, private=True)
+            return
         target = replace(msg.target, reply_to_id=msg.provider_message_id or None)
         await adapter.send(target, [Chunk(text=text, plain=text)])
 

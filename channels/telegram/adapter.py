@@ -35,11 +35,9 @@ from aiogram.methods import (
     SendChatAction,
     SendMessage,
     SetMessageReaction,
-    SetMyCommands,
     SetWebhook,
 )
 from aiogram.types import (
-    BotCommand,
     CallbackQuery,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
@@ -75,6 +73,7 @@ from channels.telegram.inbound import (
     to_inbound,
     wants_text_notice,
 )
+from channels.telegram.menus import sync_menus
 from channels.telegram.pacing import Pacer
 from channels.telegram.stream import DraftStream, edit_stream
 from switchboard.errors import ConfigError, PlatformError, SwitchboardError
@@ -88,14 +87,6 @@ LIMITS = Capabilities(
     can_edit=True,
     buttons=True,
     reactions=True,
-)
-BOT_COMMANDS = (
-    ("help", "What I can do"),
-    ("new", "Start a fresh conversation here"),
-    ("status", "Show this conversation's state"),
-    ("stop", "Cancel the answer in progress"),
-    ("link", "Link this chat to a Switchboard account"),
-    ("unlink", "Remove a link you created"),
 )
 UNSUPPORTED_TEXT = "I can only read text for now."
 QUEUED_TEXT = "Got it — I'll answer this right after the current reply."
@@ -176,24 +167,29 @@ class TelegramAdapter:
         with self._api.translated("start"):
             me = await self._api.call(GetMe())
             self._me = BotIdentity(id=me.id, username=me.username or "")
-            if receive:
-                commands = [
-                    BotCommand(command=name, description=text) for name, text in BOT_COMMANDS
-                ]
-                await self._api.call(SetMyCommands(commands=commands))
-                if self._mode == "webhook":
-                    await self._api.call(
-                        SetWebhook(
-                            url=self._webhook_url or "",
-                            secret_token=self._webhook_secret,
-                            allowed_updates=_ALLOWED_UPDATES,
-                        )
+            if receive and self._mode == "webhook":
+                await self._api.call(
+                    SetWebhook(
+                        url=self._webhook_url or "",
+                        secret_token=self._webhook_secret,
+                        allowed_updates=_ALLOWED_UPDATES,
                     )
+                )
+        if receive and self._mode == "webhook":
+            await self._sync_menus()  # polling: whoever starts receiving does it
         if receive and self._mode == "polling":
             await self.start_receiving()
         _log.info(
             "telegram.started", mode=self._mode, bot_id=me.id, username=me.username, receive=receive
         )
+
+    async def _sync_menus(self) -> None:
+        """The "/" menus (`telegram/menus.py`); cosmetic, so a failure is logged, not raised."""
+        try:
+            with self._api.translated("setMyCommands"):
+                await sync_menus(self._api)
+        except PlatformError as exc:
+            _log.warning("telegram.menu_failed", code=exc.code)
 
     async def start_receiving(self) -> None:
         """Start long polling (this process owns the bot's getUpdates)."""
@@ -201,6 +197,7 @@ class TelegramAdapter:
             return
         with self._api.translated("deleteWebhook"):
             await self._api.call(DeleteWebhook(drop_pending_updates=False))
+        await self._sync_menus()
         self._polling = asyncio.create_task(self._poll(), name="telegram:polling")
         self._polling.add_done_callback(_polling_ended)
         _log.info("telegram.polling_started")

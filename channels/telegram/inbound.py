@@ -28,6 +28,7 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Message, MessageEntity, Update
 from pydantic import Field, ValidationError
 
+from channels.commands import COMMANDS
 from channels.message import Attachment, ButtonPress, InboundMessage, Platform
 
 __all__ = [
@@ -41,7 +42,7 @@ __all__ = [
     "wants_text_notice",
 ]
 
-KNOWN_COMMANDS = frozenset({"help", "new", "status", "stop", "link", "unlink", "start"})
+KNOWN_COMMANDS = frozenset({*(str(spec.name) for spec in COMMANDS), "start"})
 """Plain `/cmd` (no `@botname`) in a group is ours only for these: other bots' commands in a
 shared group must not start our conversations."""
 

@@ -8,6 +8,9 @@ update became available), renders HTML the way Telegram does (unknown tags and s
 "can't parse entities", over 4096 UTF-16 units is "message is too long"), and can fail the next N
 calls of a method with a 429 `retry_after` or any other error.
 
+Command menus: `setMyCommands` / `getMyCommands` / `deleteMyCommands` keep one menu per scope
+(`BotCommandScope*`) and language in `menus`, checking names and descriptions as Telegram does.
+
 Streaming: `sendMessageDraft` works in private chats only, like Telegram's, and keeps each
 draft's latest visible text in `drafts` (a draft is dropped once the bot sends a message there);
 `deleteMessage` removes a bot message from the chat.
@@ -125,6 +128,8 @@ class FakeTelegram:
     admins: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     reactions_allowed: bool = True
     drafts: dict[tuple[int, int], str] = field(default_factory=dict)  # (chat, draft_id) -> text
+    # (scope JSON, language) -> the menu setMyCommands set there, as getMyCommands returns it
+    menus: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.bot_id = int(self.token.split(":", 1)[0])
@@ -457,6 +462,26 @@ class FakeTelegram:
         return {**self.bot_user, "can_join_groups": True, "can_read_all_group_messages": False}
 
     async def _m_setmycommands(self, params: dict[str, Any]) -> Any:
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise _ApiError(400, "Bad Request: commands must be a list of at most 100")
+        for command in commands:
+            name, description = command.get("command", ""), command.get("description", "")
+            if not _BOT_COMMAND.fullmatch(name):
+                raise _ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(description) <= 256:
+                raise _ApiError(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        key = _scope_key(params)
+        self.menus[key] = [
+            {"command": c["command"], "description": c["description"]} for c in commands
+        ]
+        return True
+
+    async def _m_getmycommands(self, params: dict[str, Any]) -> Any:
+        return list(self.menus.get(_scope_key(params), []))
+
+    async def _m_deletemycommands(self, params: dict[str, Any]) -> Any:
+        self.menus.pop(_scope_key(params), None)
         return True
 
     async def _m_deletewebhook(self, params: dict[str, Any]) -> Any:
@@ -682,6 +707,30 @@ class _ApiError(Exception):
         super().__init__(description)
         self.status = status
         self.description = description
+
+
+_BOT_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
+_SCOPES = frozenset(
+    {
+        "default",
+        "all_private_chats",
+        "all_group_chats",
+        "all_chat_administrators",
+        "chat",
+        "chat_administrators",
+        "chat_member",
+    }
+)
+
+
+def _scope_key(params: dict[str, Any]) -> tuple[str, str]:
+    """(scope as canonical JSON, language code): a menu's identity, as Telegram keys them."""
+    scope = params.get("scope") or {"type": "default"}
+    if not isinstance(scope, dict) or scope.get("type") not in _SCOPES:
+        raise _ApiError(400, "Bad Request: unsupported bot command scope type")
+    if scope["type"].startswith("chat") and "chat_id" not in scope:
+        raise _ApiError(400, "Bad Request: chat_id is required for this scope")
+    return json.dumps(scope, sort_keys=True), str(params.get("language_code") or "")
 
 
 def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> web.Response:

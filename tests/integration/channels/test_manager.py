@@ -256,7 +256,8 @@ async def test_unknown_command_gets_help(make_manager) -> None:
     manager, adapter = await setup(make_manager)
     await manager.deliver(dm("/frobnicate now"))
     await manager.idle()
-    assert "Unknown command" in adapter.texts()[-1] and "/new" in adapter.texts()[-1]
+    assert "Unknown command" in adapter.texts()[-1]
+    assert "/switchboard new" in adapter.texts()[-1]  # the help of the platform it came from
 
 
 async def test_model_failure_shows_reference_id_not_a_traceback(make_manager, caplog) -> None:

@@ -58,8 +58,11 @@ async def test_start_registers_commands_and_polls_after_deleting_the_webhook(
 ) -> None:
     _, adapter = stack
     assert adapter.identity == BotIdentity(id=fake.bot_id, username=fake.username)
-    commands = fake.calls_to("setMyCommands")[0]["commands"]
-    assert {c["command"] for c in commands} == {"help", "new", "status", "stop", "link", "unlink"}
+    private = fake.calls_to("setMyCommands")[0]
+    assert private["scope"] == {"type": "all_private_chats"}
+    assert [c["command"] for c in private["commands"]] == [
+        "help", "new", "status", "stop", "usage", "link", "unlink"
+    ]  # fmt: skip
     await wait_until(lambda: fake.calls_to("getUpdates"))
     methods = [c.method for c in fake.calls]
     assert methods.index("deleteWebhook") < methods.index("getUpdates")

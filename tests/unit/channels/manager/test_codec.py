@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
-from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
 
 __all__: list[str] = []
 
@@ -140,3 +140,18 @@ def test_unknown_fields_inside_a_button_or_attachment_are_ignored() -> None:
     msg = decode(json.dumps(raw))
     assert msg.button is not None and msg.button.question_id == "q"
     assert msg.attachments[0].kind == "image"
+
+
+def test_a_native_command_round_trips_with_its_answer_handles() -> None:
+    native = NativeCommand(
+        name="usage",
+        private=True,
+        place="thread",
+        response_url="https://hooks.slack.test/commands/T1/2/x",
+        application_id="42",
+        token="itoken-9",
+    )
+    msg = _msg(platform=Platform.DISCORD, text="/usage", native=native)
+    back = decode_message(encode_message(msg))
+    assert back == msg and back.native == native
+    assert "itoken-9" not in repr(native) and "hooks.slack" not in repr(native)
