@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from agent.quoted import CONTEXT_NAME
 from agent.result import Question
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
     "last_human_text",
 ]
 
-INJECTED_NAMES = frozenset({"loop_warning"})
+INJECTED_NAMES = frozenset({"loop_warning", CONTEXT_NAME})
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 

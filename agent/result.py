@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from switchboard.conversation import ContextMessage
+
 __all__ = ["FileData", "ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
 
 
@@ -40,6 +42,10 @@ class TurnContext:
     files: tuple[FileData, ...] = field(default=(), repr=False)
     """The files that came with this turn's messages (already fetched, within the size limit);
     they reach the model as content blocks beside the text (`agent.attachments`)."""
+    context_messages: tuple[ContextMessage, ...] = field(default=(), repr=False)
+    """Earlier messages of the conversation (before the bot was addressed, or since it last
+    spoke), oldest first; a new turn shows them to the model as one quoted block before the
+    user's message (`agent.quoted`), never as instructions."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,6 +184,13 @@ class AccessGate:
             return AccessDecision(allowed=False, notice=gate_notice(msg.platform, is_dm=msg.is_dm))
         return AccessDecision(allowed=False)
 
+    async def allows(self, msg: InboundMessage) -> bool:
+        """`check` without a notice and without spending the chat's notice budget: for
+        messages that are only recorded, never answered (observed group messages)."""
+        if msg.platform is Platform.CONSOLE or self.mode == "open":
+            return True
+        return await self._is_linked(msg)
+
     async def _is_linked(self, msg: InboundMessage) -> bool:
         platform = str(msg.platform)
         if msg.is_dm:

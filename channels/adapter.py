@@ -17,6 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 import structlog
 
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
+from switchboard.conversation import ContextMessage
 from switchboard.errors import SwitchboardError
 
 _log = structlog.get_logger(__name__)
@@ -29,8 +30,10 @@ __all__ = [
     "Deliver",
     "ExclusiveReceiver",
     "FetchesFiles",
+    "HistoryRequest",
     "Markup",
     "QuestionPrompt",
+    "ReadsHistory",
     "ReplyStream",
     "ReportsHealth",
     "SendsFiles",
@@ -179,6 +182,32 @@ class FetchesFiles(Protocol):
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
         """The file's bytes, at most `max_bytes` of them."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRequest:
+    """What a turn asks of `ReadsHistory`: the earlier messages around `msg` (its batch's
+    newest), older than it, newer than `after` when given (catch-up since the bot last spoke;
+    None = the bot has no history here yet), at most `limit` of them."""
+
+    msg: InboundMessage
+    after: str | None
+    limit: int
+
+
+@runtime_checkable
+class ReadsHistory(Protocol):
+    """An adapter that can read the conversation a message was sent into (a Slack thread or
+    channel, a Discord thread, channel or reply chain), for the agent to see as context.
+
+    Called by a worker at turn time, never on ingress. Each call is charged to the platform's
+    API budget and bounded in time by the adapter; any failure (a missing scope or permission,
+    a 429, a timeout, an exhausted budget) is a `PlatformError` (`PlatformRateLimited` for the
+    last two kinds), and the turn goes on without context. Messages come back in any order;
+    the manager filters, orders and trims them."""
+
+    async def read_history(self, request: HistoryRequest) -> Sequence[ContextMessage]:
+        """Earlier messages of the conversation, display names resolved, mentions readable."""
 
 
 @runtime_checkable

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from switchboard.conversation import ContextMessage
+
 __all__ = [
     "Attachment",
     "ButtonPress",
@@ -121,6 +123,9 @@ class InboundMessage:
     event_ids: tuple[str, ...] = ()  # extra dedupe ids, e.g. Telegram update_id, Slack event_id
     button: ButtonPress | None = None
     native: NativeCommand | None = None  # text is then the command as `/name args`
+    sent_at: float = 0.0  # when the platform says it was sent (epoch seconds; 0 = not known)
+    quoted: tuple[ContextMessage, ...] = ()  # what it replies to, as the event carried it
+    observed: bool = False  # not addressed to the bot: only recorded as context, never answered
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -9,6 +9,8 @@ from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
     "BUDGET_REFUSALS",
+    "CONTEXT_OBSERVED",
+    "CONTEXT_READS",
     "DEDUPE_HITS",
     "ERRORS",
     "INGRESS_PAUSES",
@@ -62,5 +64,16 @@ INGRESS_WAITING = Gauge(
 INGRESS_PAUSES = Counter(
     "switchboard_ingress_pauses_total",
     "Times a gateway stopped being read because too many events waited for the inbox",
+    ["platform"],
+)
+CONTEXT_READS = Counter(
+    "switchboard_context_reads_total",
+    "Conversation-context reads at turn time, by result (fetched, cached, rate_limited, denied, "
+    "timeout, failed); every result but the first two left the turn without platform context",
+    ["platform", "result"],
+)
+CONTEXT_OBSERVED = Counter(
+    "switchboard_context_observed_total",
+    "Group messages recorded as context without being answered (SWITCHBOARD_TELEGRAM_OBSERVE)",
     ["platform"],
 )

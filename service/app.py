@@ -46,6 +46,7 @@ from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
     Accounts,
+    ContextRecords,
     Dedupe,
     Inbox,
     Keys,
@@ -134,6 +135,7 @@ async def build_core(
         orphans=Orphans(client, keys=keys, grace_s=settings.lock_ttl_s * 1.2),
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
+        context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
     )
     checkpointer = RedisCheckpointSaver(
         client,
@@ -191,6 +193,9 @@ async def build_core(
             lock_ttl_s=settings.lock_ttl_s,
             streaming=settings.streaming == "on",
             max_attachment_bytes=int(settings.max_attachment_mb * 1024 * 1024),
+            context_messages=settings.context_messages,
+            context_chars=settings.context_chars,
+            observe_keep=settings.telegram_observe,
         ),
         usage=usage,
     )

@@ -113,6 +113,18 @@ class Settings(BaseSettings):
     )
     """Largest image (width x height, read from its header) decoded for the model; a bigger one
     is only named. Pillow itself refuses about 179 Mpx."""
+    context_messages: int = Field(
+        20, ge=0, le=200, validation_alias=_env("SWITCHBOARD_CONTEXT_MESSAGES")
+    )
+    """Earlier messages of a conversation a turn may be shown (0: none), newest kept first."""
+    context_chars: int = Field(
+        8000, ge=500, le=200_000, validation_alias=_env("SWITCHBOARD_CONTEXT_CHARS")
+    )
+    """Characters of those messages, at most."""
+    telegram_observe: int = Field(
+        50, ge=0, le=1000, validation_alias=_env("SWITCHBOARD_TELEGRAM_OBSERVE")
+    )
+    """Recent messages recorded per Telegram group (where the bot sees them all) as context."""
     transcribe_model: str = Field("", validation_alias=_env("SWITCHBOARD_TRANSCRIBE_MODEL"))
     """`openai:<model>` (e.g. `openai:whisper-1`): voice notes reach the model as text."""
     thread_ttl_days: int = Field(30, ge=1, validation_alias=_env("SWITCHBOARD_THREAD_TTL_DAYS"))

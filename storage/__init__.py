@@ -20,6 +20,7 @@ from storage.connection import (
     maxmemory_policy,
     open_redis,
 )
+from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S, ContextRecords, ContextState
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
 from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
@@ -71,12 +72,14 @@ from storage.usage import (
 from storage.warnings import PendingWarnings
 
 __all__ = [
+    "CONTEXT_CACHE_TTL_S",
     "DEDUPE_TTL_S",
     "DEFAULT_MAX_CONNECTIONS",
     "INBOX_MAX_LEN",
     "LEASE_TTL_S",
     "LOCK_TTL_S",
     "NOTICE_TTL_S",
+    "OBSERVED_TTL_S",
     "QUEUE_CAP",
     "THREAD_TTL_S",
     "TOKEN_TTL_S",
@@ -88,6 +91,8 @@ __all__ = [
     "Accounts",
     "AlreadyLinked",
     "Claim",
+    "ContextRecords",
+    "ContextState",
     "Dedupe",
     "EmbeddedValkey",
     "Entry",

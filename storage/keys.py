@@ -7,6 +7,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `{<thread_id>}`: everything of one agent thread (lock, queue, checkpoints, warnings, question).
   A script touches only the keys passed in its KEYS (Redis 7 functions and cluster nodes refuse
   any other), so all of a thread's pending warnings live in one hash, never in per-run keys.
+- `{<platform>:<place>}`: the messages observed in one group chat (or forum topic), one zset.
 - `{<platform>:<chat>}`: the dedupe ids of one message; `{<platform>:<user>}`: one user's usage;
   `{<platform>:<sender>}`: one sender's rate window and its notice mark.
 - `{access}`: all accounts, API keys, link tokens and links. Creating a link checks the token,
@@ -40,6 +41,9 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
 | `sb:{<thread_id>}:remote`                    | string | 30 d sliding (thread TTL)  | remote_threads.py |
+| `sb:{<thread_id>}:ctx:mark`                  | string | thread TTL, set per turn   | context.py       |
+| `sb:{<thread_id>}:ctx:cache`                 | string | 10 min (CONTEXT_CACHE_TTL_S) | context.py     |
+| `sb:observed:{<platform>:<place>}`           | zset   | 48 h, refreshed on write   | context.py       |
 | `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
 | `sb:rate:{<platform>:<sender_id>}`           | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:{<platform>:<sender_id>}`    | string | rate window                | ratelimit.py     |
@@ -136,6 +140,18 @@ class Keys:
     def remote_thread(self, thread_id: str) -> str:
         """The LangGraph server thread id behind one of our threads (remote agent backend)."""
         return self.thread(thread_id, "remote")
+
+    def context_mark(self, thread_id: str) -> str:
+        """How far the thread's agent has seen its conversation (`<previous>|<at>`)."""
+        return self.thread(thread_id, "ctx:mark")
+
+    def context_cache(self, thread_id: str) -> str:
+        """The conversation context last read from the platform for this thread (JSON)."""
+        return self.thread(thread_id, "ctx:cache")
+
+    def observed(self, platform: str, place: str) -> str:
+        """Recent messages seen in a group chat (or topic): score = message id, member = JSON."""
+        return f"{self.prefix}observed:{{{platform}:{place}}}"
 
     def rate(self, platform: str, sender_id: str) -> str:
         """Tagged by sender: one script slides the window and sets the notice mark."""

@@ -12,6 +12,8 @@ one class, so they share what a turn means here:
 - the reply is `extract_reply` of the final state: this turn's assistant text, or the question;
   the turn's files are its `send_file` artifacts and `files` state key, references read from
   `files_dir` off the event loop (`agent.attachments.load_turn_files`);
+- earlier messages of the conversation (`TurnContext.context_messages`) go before the
+  HumanMessage as one quoted block of their own (`agent.quoted`);
 - files the user sent (`TurnContext.files`) become content blocks of the HumanMessage
   (`agent.attachments`; images over `max_image_pixels` are refused undecoded); an answer to a clarification that comes with files starts a new turn
   instead of resuming (a tool result cannot carry an image) when the graph repairs its own
@@ -51,6 +53,7 @@ from agent.attachments import (
 )
 from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
+from agent.quoted import context_message
 from agent.reply import extract_reply
 from agent.result import FileData, Question, TurnContext, TurnResult
 from agent.streamed_text import StreamedText
@@ -130,7 +133,8 @@ class LocalGraphRunner:
         context = await self._transcribed(context)
         if self._answer_on_turn and await self._interrupts(thread_id):
             return await self.resume(thread_id, text, context)
-        payload: dict[str, Any] = {"messages": [await self._human(text, context)]}
+        human = await self._human(text, context)
+        payload: dict[str, Any] = {"messages": [*context_message(context.context_messages), human]}
         if FILES_STATE_KEY in getattr(self.graph, "channels", {}):
             payload[FILES_STATE_KEY] = []  # a graph's `files` holds this turn's files only
         return await self._invoke(thread_id, payload, context, resumed=False)
@@ -140,7 +144,8 @@ class LocalGraphRunner:
         context = await self._transcribed(context)
         if context.files and not self._answer_on_turn:
             _log.info("agent.answer_with_files_as_turn", files=len(context.files))
-            payload = {"messages": [await self._human(answer, context)]}
+            human = await self._human(answer, context)
+            payload = {"messages": [*context_message(context.context_messages), human]}
             return await self._invoke(thread_id, payload, context, resumed=False)
         if context.files:
             answer = await asyncio.to_thread(

@@ -17,6 +17,8 @@
   is cancelled too, then `CancelledError` is re-raised. Cancelling a run that already finished or
   was interrupted counts as done (the server answers 404 then). The stream is also opened with
   `on_disconnect="cancel"`, which covers a cancel that lands before the run id is known.
+- Conversation context (`TurnContext.context_messages`) goes before a new turn's message as one
+  user message named `conversation_context` (`agent.quoted`), as for a local graph.
 - The API key comes from the SDK's usual variables (`LANGGRAPH_API_KEY`, `LANGSMITH_API_KEY`,
   `LANGCHAIN_API_KEY`); it is never logged.
 - Usage: a server does not report its model calls to us, so `TurnResult.usage` is empty (budgets
@@ -38,6 +40,7 @@ from langgraph_sdk.errors import ConflictError, LangGraphError, NotFoundError
 from langgraph_sdk.schema import StreamMode
 
 from agent.backends.local import first_question
+from agent.quoted import context_payload
 from agent.reply import extract_reply
 from agent.result import Question, TurnContext, TurnResult
 from agent.streamed_text import StreamedText
@@ -91,7 +94,8 @@ class RemoteGraphRunner:
         server_thread, created = await self._thread(thread_id)
         if not created and await self._interrupts(server_thread):
             return await self._answer(server_thread, thread_id, text, context)
-        payload = {"messages": [{"role": "user", "content": text}]}
+        before = context_payload(context.context_messages)
+        payload = {"messages": [*before, {"role": "user", "content": text}]}
         return await self._run(server_thread, thread_id, context, input=payload)
 
     async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult:

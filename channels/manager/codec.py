@@ -13,6 +13,7 @@ from dataclasses import asdict, fields, replace
 from typing import Any
 
 from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from switchboard.conversation import ContextMessage
 
 __all__ = ["CorruptPayload", "decode_message", "encode_message"]
 
@@ -40,6 +41,7 @@ def decode_message(payload: bytes | str) -> InboundMessage:
             Attachment(**_only(Attachment, a)) for a in known.get("attachments") or ()
         )
         known["event_ids"] = tuple(str(e) for e in known.get("event_ids") or ())
+        known["quoted"] = tuple(ContextMessage.from_dict(q) for q in known.get("quoted") or ())
         button = known.get("button")
         known["button"] = ButtonPress(**_only(ButtonPress, button)) if button else None
         native = known.get("native")

@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 
 from agent.result import TurnContext, TurnResult
 from channels.manager.ports import (
+    ContextStore,
     DedupeStore,
     InboxStore,
     LockStore,
@@ -40,6 +41,7 @@ class ManagerStores:
     orphans: OrphanStore
     questions: QuestionStore
     rate: RateStore
+    context: ContextStore | None = None  # conversation context (None: turns get none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,5 +60,9 @@ class ManagerConfig:
     streaming: bool = False  # show replies as they are written, where the adapter can
     stream_after_s: float = 1.0  # a reply written faster than this is sent without streaming
     max_attachment_bytes: int = 10 * 1024 * 1024  # largest inbound file handed to the agent
+    context_messages: int = 20  # earlier messages a turn may be shown (0: none)
+    context_chars: int = 8000  # and their characters, newest kept first
+    context_timeout_s: float = 10.0  # a history read taking longer is given up on
+    observe_keep: int = 50  # messages recorded per Telegram group for context (0: none)
     command_prefix: str = "!"  # `!stop`: commands where a platform takes `/word` (Slack threads)
     slack_command: str = "/switchboard"  # the Slack slash command, as `/help` shows it

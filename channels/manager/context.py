@@ -28,6 +28,7 @@ class Outcome(StrEnum):
     DUPLICATE = "duplicate"  # another entry carries this message: finish this one
     RETRY = "retry"  # a storage error: keep the entry, try again, then leave it to reclaim
     NOT_MINE = "not_mine"  # for a platform this process does not serve: leave it to one that does
+    OBSERVED = "observed"  # recorded as conversation context, never answered: finish entry
 
 
 @dataclass(slots=True)

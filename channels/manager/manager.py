@@ -29,6 +29,7 @@ from channels.manager.gates import (
     Routing,
     build_chain,
 )
+from channels.manager.history import ObserveGate
 from channels.manager.intake import Intake
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
@@ -97,6 +98,7 @@ class Manager:
         )
         self._chain = build_chain(
             [
+                ObserveGate(stores.context, access, keep=config.observe_keep),
                 DedupeGate(stores.dedupe),
                 AccessAndRate(
                     access, stores.rate, say, resolver=resolver, prefix=config.command_prefix

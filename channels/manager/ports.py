@@ -10,8 +10,10 @@ failure injected at every await. Each Protocol lists exactly the calls the manag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
     Claim,
     Entry,
@@ -23,6 +25,7 @@ from switchboard.state import (
 )
 
 __all__ = [
+    "ContextStore",
     "DedupeStore",
     "InboxStore",
     "LockStore",
@@ -108,3 +111,27 @@ class QuestionStore(Protocol):
 
 class RateStore(Protocol):
     async def hit(self, platform: str, sender_id: str) -> RateDecision: ...
+
+
+class ContextStore(Protocol):
+    """Conversation context: each thread's mark and cached context, and the messages observed
+    in group chats (`channels/manager/history.py`)."""
+
+    async def load(
+        self,
+        thread_id: str,
+        *,
+        observed: tuple[str, str] | None = None,
+        before: str = "",
+        limit: int = 0,
+    ) -> ContextState: ...
+    async def save(
+        self,
+        thread_id: str,
+        *,
+        mark: ContextMark,
+        cache: Sequence[ContextMessage] | None = None,
+    ) -> None: ...
+    async def observe(
+        self, platform: str, place: str, message: ContextMessage, *, keep: int
+    ) -> None: ...

@@ -33,6 +33,7 @@ from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
 from channels.manager.delivery import Delivered, ReplyDelivery
 from channels.manager.files import fetch_batch_files
+from channels.manager.history import ConversationHistory
 from channels.manager.hold import LockLost, ThreadHold
 from channels.manager.ledger import CorruptRecord, Piece, TurnRecord
 from channels.manager.questions import QuestionDesk
@@ -77,6 +78,7 @@ class TurnScheduler:
         self._config = config
         self._delivery = ReplyDelivery(questions=questions, responder=responder)
         self._runs = AgentRuns(runtime=runtime, responder=responder, config=config)
+        self._history = ConversationHistory.configured(stores.context, config)
 
     def stop_local(self, thread_id: str) -> bool:
         return self._runs.stop_local(thread_id)
@@ -290,6 +292,11 @@ class TurnScheduler:
             session.context = replace(session.context, files=tuple(files))
         elif not batch.text.strip():
             return TurnRecord(entries, answered_question=answered)  # the notices answer it
+        earlier = await self._history.gather(
+            session.adapter, session.thread_id, batch, resume=batch.resume
+        )
+        if earlier:
+            session.context = replace(session.context, context_messages=earlier)
         started = time.perf_counter()
         outcome = await self._runs.run(session, batch)
         metrics.TURN_LATENCY.labels(platform=str(last.platform)).observe(
