@@ -10,6 +10,12 @@ inbox (`deliver`), so an event is acknowledged only once it is durable.
 Retried deliveries carry the same `event_id` and the same channel + ts, so the manager's dedupe
 answers each message once, including the `message` twin of an `app_mention`.
 
+Our slash command (`command`, `/switchboard` by default) arrives the same two ways (HTTP at
+`POST /slack/commands`, signature checked like events); it is delivered as a native command and
+acked once durable, and its answers go to its `response_url` (ephemeral where the registry says
+the answer is the sender's alone), falling back to `chat.postEphemeral` / a post when that URL
+is spent.
+
 Replies arrive rendered as mrkdwn and chunked to `LIMITS.max_len`. Every message, edit, stream
 call and notice first waits on the channel's send budget (`slack/pacing.py`: this process's, or
 the fleet's in Redis when the service passes a shared `pacer`); a 429 that still happens is
@@ -37,6 +43,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -45,12 +52,15 @@ from channels.adapter import (
     Capabilities,
     Chunk,
     Deliver,
+    HistoryRequest,
     Markup,
     QuestionPrompt,
     ReplyStream,
     SentRef,
 )
-from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
+from channels.commands import DEFAULT_SLACK_COMMAND
+from channels.message import Attachment, InboundMessage, NativeCommand, Platform, ReplyTarget
+from channels.names import Names
 from channels.send_budget import LocalPacer, Pacer
 from channels.slack.blocks import question_blocks
 from channels.slack.events import (
@@ -58,12 +68,15 @@ from channels.slack.events import (
     BotIdentity,
     is_for_bot,
     parse_button_value,
+    slash_to_inbound,
     to_inbound,
 )
 from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
+from channels.slack.history import SlackHistory
 from channels.slack.pacing import SEND_LIMITS, SlackLimits, SlackPacing
 from channels.slack.retries import retry_handlers
 from channels.slack.stream import Refusals, SlackStream
+from switchboard.conversation import ContextMessage
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
 __all__ = [
@@ -94,6 +107,7 @@ _AUTH_ERRORS = frozenset(
     {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
 )
 _API_TIMEOUT_S = 15
+_READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
 _PLATFORM = str(Platform.SLACK)
 
 
@@ -115,6 +129,8 @@ class SlackAdapter:
         api_base: str = DEFAULT_API_BASE,
         pacer: Pacer | None = None,
         send_limits: SlackLimits = SEND_LIMITS,
+        read_timeout_s: float = _READ_TIMEOUT_S,
+        command: str = DEFAULT_SLACK_COMMAND,
     ) -> None:
         if not bot_token:
             raise ConfigError("SLACK_BOT_TOKEN is empty")
@@ -130,6 +146,15 @@ class SlackAdapter:
             timeout=_API_TIMEOUT_S,
             retry_handlers=retry_handlers(rate_limit_retries=3),
         )
+        # Context reads give up on a 429 instead of sleeping through it (`slack/history.py`).
+        self._reader = AsyncWebClient(
+            token=bot_token,
+            base_url=self._client.base_url,
+            timeout=_API_TIMEOUT_S,
+            retry_handlers=retry_handlers(rate_limit_retries=0),
+        )
+        self._read_timeout_s = read_timeout_s
+        self._names = Names()
         self._app = AsyncApp(
             client=self._client,
             # An empty string stops bolt from reading SLACK_SIGNING_SECRET behind our back.
@@ -145,6 +170,8 @@ class SlackAdapter:
         self._app.event("app_mention")(self._on_event)
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
+        self._command = "/" + command.lstrip("/")
+        self._app.command(self._command)(self._on_command)
         # Bolt answers 404 (Events API) or never acks (Socket Mode) what no listener matches, so
         # Slack retries, shows the user an error and may disable the subscription. These
         # catch-alls come last (bolt runs the first match): ack and drop what is not ours.
@@ -155,6 +182,7 @@ class SlackAdapter:
             self._app.shortcut,
             self._app.view,
             self._app.options,
+            self._app.command,
         ):
             register(anything)(self._ack_only)
         self._http = AsyncSlackRequestHandler(self._app)
@@ -238,9 +266,21 @@ class SlackAdapter:
             await self._deliver(msg)  # not taken: no ack, and Slack tells the presser
         await ack()
 
+    async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
+        """Our slash command: acked (with nothing to show yet) once it is in the inbox; not
+        taken, it is not acked and Slack tells the user it failed."""
+        msg = slash_to_inbound(body, await self._identity(), command=self._command)
+        if msg is not None:
+            structlog.contextvars.bind_contextvars(
+                platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.provider_message_id
+            )
+            _log.info("slack.command_received", command=msg.native.name if msg.native else None)
+            await self._deliver(msg)
+        await ack()
+
     async def _ack_only(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        kind = body.get("type")
+        kind = body.get("type") or body.get("command")
         if kind == "event_callback":
             kind = (body.get("event") or {}).get("type")
         _log.debug("slack.ignored", kind=kind)
@@ -253,6 +293,7 @@ class SlackAdapter:
                     user_id=str(resp.get("user_id") or ""),
                     bot_id=str(resp.get("bot_id") or ""),
                     team_id=str(resp.get("team_id") or ""),
+                    name=str(resp.get("user") or ""),
                 )
             return self._me
 
@@ -299,6 +340,24 @@ class SlackAdapter:
         files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)
         return await files.send_file(target, name, data, mime)
 
+    # -- context (`ReadsHistory`: channels/slack/history.py) -----------------------------------
+
+    async def read_history(self, request: HistoryRequest) -> list[ContextMessage]:
+        history = SlackHistory(
+            client=self._reader,
+            call=self._api,
+            pacing=self._pacing,
+            me=await self._identity(),
+            names=self._names,
+        )
+        try:
+            async with asyncio.timeout(self._read_timeout_s):
+                return await history.read(request)
+        except TimeoutError:
+            raise PlatformError(
+                "Slack history read timed out", platform=_PLATFORM, code="timeout"
+            ) from None
+
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         await self._pacing.update(target.chat_id, target.workspace_id)
         await self._api(
@@ -333,6 +392,13 @@ class SlackAdapter:
 
     async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
         safe = _escape(text)
+        native = msg.native
+        if (
+            native is not None
+            and native.response_url
+            and await self._respond(native, safe, private=private or native.private)
+        ):
+            return
         if private and not msg.is_dm:
             await self._ephemeral(msg, safe)
             return
@@ -365,6 +431,22 @@ class SlackAdapter:
             )
         )
         return str(resp.get("ts") or "")
+
+    async def _respond(self, native: NativeCommand, text: str, *, private: bool) -> bool:
+        """Answer a slash command through its response_url (ephemeral: only the sender sees
+        it). False when the URL is spent (30 minutes, 5 answers) or unreachable; never resent,
+        since a lost reply may have been shown."""
+        hook = AsyncWebhookClient(native.response_url, timeout=_API_TIMEOUT_S, retry_handlers=[])
+        kind = "ephemeral" if private else "in_channel"
+        try:
+            resp = await hook.send_dict({"response_type": kind, "text": text})
+        except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+            _log.warning("slack.response_url_failed", error=type(exc).__name__)
+            return False
+        if resp.status_code != 200:
+            _log.warning("slack.response_url_refused", status=resp.status_code, body=resp.body[:40])
+            return False
+        return True
 
     async def _ephemeral(self, msg: InboundMessage, text: str) -> None:
         await self._pacing.post(msg.chat_id)

@@ -12,6 +12,8 @@ Kept apart from the adapter's I/O so every rule here is tested on plain payload 
 | `message` twin of an `app_mention`      | the same message as the mention (same channel + ts),   |
 |                                         | so the manager's dedupe answers it once                |
 | `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
+| our slash command (`/switchboard stop`)  | `/stop` with `native` set: answered through its        |
+|                                          | `response_url`, privately as the registry says         |
 
 Bots (including ourselves and Slackbot, `USLACKBOT`), edits, deletions and other subtypes are dropped; `file_share` and
 `thread_broadcast` carry a person's words and are kept.
@@ -24,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from channels.commands import Place, command_spec
+from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
 
 __all__ = [
     "BUTTON_PREFIX",
@@ -33,6 +36,7 @@ __all__ = [
     "button_value",
     "is_for_bot",
     "parse_button_value",
+    "slash_to_inbound",
     "to_inbound",
 ]
 
@@ -50,6 +54,7 @@ class BotIdentity:
     user_id: str
     bot_id: str = ""
     team_id: str = ""
+    name: str = ""  # the bot user's name, how `<@user_id>` reads in context
 
 
 def button_value(question_id: str, index: int) -> str:
@@ -115,6 +120,41 @@ def to_inbound(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | Non
         attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
         event_ids=(str(event_id),) if event_id else (),
         raw=body,
+    )
+
+
+def slash_to_inbound(
+    body: Mapping[str, Any], me: BotIdentity, *, command: str
+) -> InboundMessage | None:
+    """Our slash command (`command`, e.g. `/switchboard`) as the normalised message: its first
+    word is the command (`/switchboard` alone is `help`), the rest its arguments. Slack sends
+    none from inside a thread, so the place is the DM or the channel itself."""
+    if body.get("command") != command:
+        return None
+    user, channel = str(body.get("user_id") or ""), str(body.get("channel_id") or "")
+    trigger, response_url = str(body.get("trigger_id") or ""), str(body.get("response_url") or "")
+    if not user or not channel or not trigger or not response_url:
+        return None
+    words = str(body.get("text") or "").split(maxsplit=1)
+    name = words[0].lstrip("/!").lower() if words else "help"
+    args = words[1].strip() if len(words) > 1 else ""
+    spec = command_spec(name)
+    is_dm = channel.startswith("D") or body.get("channel_name") == "directmessage"
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str(body.get("team_id") or me.team_id),
+        chat_id=channel,
+        sender_id=user,
+        sender_name=str(body.get("user_name") or user),
+        text=f"/{name} {args}".strip(),
+        provider_message_id=trigger,
+        is_dm=is_dm,
+        native=NativeCommand(
+            name=name,
+            private=spec.private if spec is not None else True,
+            place=str(Place.DM if is_dm else Place.GROUP),
+            response_url=response_url,
+        ),
     )
 
 

@@ -8,6 +8,20 @@ answer, as a network that loses Slack's response does. The websocket sends
 `hello` on connect; `push_event` / `push_action` send envelopes and `wait_ack` waits for the
 client's ack of one. `signed_headers` builds Events API request headers the way Slack signs them.
 
+History: the people's messages Slack holds (`add_message`, and every message event pushed) are
+read back by `conversations.history` (a channel's top level, newest first) and
+`conversations.replies` (a thread, parent first, paged from its oldest by `cursor`), with
+`latest` / `oldest` / `inclusive` as Slack applies them; `page_cap` lowers `limit` the way Slack
+does for apps outside its Marketplace (15). `refuse(method, error)` answers a method with an
+error (`missing_scope` names the scope, as Slack's does) until `allow(method)`; `stall(method,
+seconds)` holds its next call that long. `users.info` answers with a `profile`.
+
+Slash commands: `slash_command(...)` builds the payload Slack sends for one (the form fields of
+an HTTP request, or the JSON of a Socket Mode `slash_commands` envelope: `push_command`), with a
+`response_url` served here: it takes JSON `{"text", "response_type"}` (ephemeral by default), at
+most 5 answers within 30 minutes (`expire_responses()` ages them all), and keeps each answer in
+`responses`.
+
 Streaming: `chat.startStream` / `chat.appendStream` / `chat.stopStream` keep each streamed
 message's markdown in `messages` (by channel and ts; posts, updates and deletes are kept there
 too). Outside DMs a stream needs `recipient_user_id` and `recipient_team_id`, as Slack's does;
@@ -81,6 +95,12 @@ class FakeSlack:
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed files_upload_v2
     _upload_urls: dict[str, str] = field(default_factory=dict)  # upload file id -> filename
     _uploaded: dict[str, bytes] = field(default_factory=dict)
+    responses: list[dict[str, Any]] = field(default_factory=list)  # answers to response_urls
+    _response_urls: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> command
+    history: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # people's
+    page_cap: int = 1000  # the most `limit` Slack grants a history page
+    _refusals: dict[str, str] = field(default_factory=dict)  # method -> error code
+    _stalls: dict[str, float] = field(default_factory=dict)  # method -> seconds, next call
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -90,6 +110,7 @@ class FakeSlack:
         app.router.add_get("/socket-mode", self._socket)
         app.router.add_get("/files-pri/{file_id}/{name}", self._file_download)
         app.router.add_post("/upload/{file_id}", self._file_upload)
+        app.router.add_post("/commands/{team}/{serial}/{key}", self._command_response)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -184,7 +205,69 @@ class FakeSlack:
             "is_owner": owner,
             "is_primary_owner": False,
             "is_bot": False,
+            "profile": {"display_name": name.title(), "real_name": name.title()},
         }
+
+    def add_message(
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        *,
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
+        bot_name: str | None = None,
+    ) -> dict[str, Any]:
+        """A message Slack holds (posted earlier, its event not pushed); returns it. With
+        `bot_name` it is another app's message (`bot_id`, `bot_profile`, no `user`)."""
+        ts = ts or self.next_ts()
+        message: dict[str, Any] = {"type": "message", "text": text, "ts": ts, "team": self.team_id}
+        if bot_name is not None:
+            message.update(
+                subtype="bot_message",
+                bot_id=f"B{bot_name.upper()}",
+                bot_profile={"id": f"B{bot_name.upper()}", "name": bot_name},
+            )
+        else:
+            message["user"] = user
+        if thread_ts:
+            message["thread_ts"] = thread_ts
+            if thread_ts != ts:
+                message["parent_user_id"] = self._author(channel, thread_ts)
+        if files:
+            message["files"] = files
+        self.history[(channel, ts)] = message
+        return message
+
+    def refuse(self, method: str, error: str = "missing_scope") -> None:
+        """Answer every call of `method` with `{"ok": false, "error": error}` (until `allow`)."""
+        self._refusals[method] = error
+
+    def allow(self, method: str) -> None:
+        self._refusals.pop(method, None)
+
+    def stall(self, method: str, seconds: float) -> None:
+        """Hold the next call of `method` for `seconds` before answering it."""
+        self._stalls[method] = seconds
+
+    def _author(self, channel: str, ts: str) -> str:
+        found = self.history.get((channel, ts)) or self.messages.get((channel, ts)) or {}
+        return str(found.get("user") or "")
+
+    def _remember_event(self, event: dict[str, Any]) -> None:
+        """A pushed message event: Slack holds the message too (history reads find it)."""
+        if event.get("type") not in ("message", "app_mention") or event.get("channel_type") == "im":
+            return
+        if event.get("subtype") not in (None, "file_share", "thread_broadcast"):
+            return
+        channel, ts = event.get("channel"), event.get("ts")
+        if not channel or not ts or (channel, ts) in self.history:
+            return
+        stored = {
+            k: v for k, v in event.items() if k not in ("event_ts", "channel", "channel_type")
+        }
+        self.history[(str(channel), str(ts))] = {**stored, "type": "message"}
 
     def fail_next(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
         """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
@@ -214,6 +297,8 @@ class FakeSlack:
         """Send one envelope over the open socket; returns its envelope_id."""
         envelope_id = str(uuid.uuid4())
         self._ack_events[envelope_id] = asyncio.Event()
+        if kind == "events_api":
+            self._remember_event(payload.get("event") or {})
         envelope = {
             "envelope_id": envelope_id,
             "type": kind,
@@ -243,6 +328,19 @@ class FakeSlack:
     async def push_action(self, payload: dict[str, Any]) -> str:
         return await self.push("interactive", payload)
 
+    async def push_command(self, payload: dict[str, Any]) -> str:
+        """A slash command over Socket Mode (its ack may carry a response payload)."""
+        return await self.push("slash_commands", payload)
+
+    def expire_responses(self) -> None:
+        """Every response_url handed out so far is past its 30 minutes."""
+        for entry in self._response_urls.values():
+            entry["expired"] = True
+
+    def responses_to(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """The answers sent to one slash command's response_url, oldest first."""
+        return [r for r in self.responses if r["trigger_id"] == payload["trigger_id"]]
+
     async def wait_ack(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any]:
         await asyncio.wait_for(self._ack_events[envelope_id].wait(), timeout)
         return self.acks[envelope_id]
@@ -266,6 +364,37 @@ class FakeSlack:
                     "is_enterprise_install": False,
                 }
             ],
+        }
+
+    def slash_command(
+        self,
+        text: str = "",
+        *,
+        user_id: str = "U1",
+        channel: str = "C1",
+        command: str = "/switchboard",
+    ) -> dict[str, str]:
+        """What Slack sends for `command text` typed by `user_id` in `channel` (a `D…` channel
+        is a DM): form fields over HTTP, a JSON object over Socket Mode."""
+        serial = str(next(self._ts))
+        key = uuid.uuid4().hex[:24]
+        trigger = f"{serial}.{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex[:16]}"
+        self._response_urls[key] = {"trigger_id": trigger, "uses": 0, "expired": False}
+        user = self.users.get(user_id, {})
+        return {
+            "token": "verification-token",
+            "team_id": self.team_id,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else "general",
+            "user_id": user_id,
+            "user_name": str(user.get("name") or user_id.lower()),
+            "command": command,
+            "text": text,
+            "api_app_id": "AFAKE",
+            "is_enterprise_install": "false",
+            "response_url": f"http://127.0.0.1:{self.port}/commands/{self.team_id}/{serial}/{key}",
+            "trigger_id": trigger,
         }
 
     def block_action(
@@ -339,6 +468,31 @@ class FakeSlack:
                 event.set()
         return ws
 
+    async def _command_response(self, request: web.Request) -> web.Response:
+        """A slash command's response_url, answering the way Slack's does (plain-text errors)."""
+        entry = self._response_urls.get(request.match_info["key"])
+        if entry is None:
+            return web.Response(status=404, text="invalid_url")
+        if entry["expired"]:
+            return web.Response(status=404, text="expired_url")
+        if entry["uses"] >= 5:
+            return web.Response(status=404, text="used_url")
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="invalid_payload")
+        if not body.get("text") and not body.get("blocks"):
+            return web.Response(status=400, text="no_text")
+        entry["uses"] += 1
+        self.responses.append(
+            {
+                "trigger_id": entry["trigger_id"],
+                "response_type": body.get("response_type") or "ephemeral",
+                "text": body.get("text", ""),
+            }
+        )
+        return web.Response(text="ok")
+
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
@@ -361,8 +515,15 @@ class FakeSlack:
             )
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        stall = self._stalls.pop(method, None)
+        if stall:
+            await asyncio.sleep(stall)
         if token != expected:
             body: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+        elif method in self._refusals:
+            body = {"ok": False, "error": self._refusals[method]}
+            if body["error"] == "missing_scope":
+                body.update(needed="channels:history,groups:history", provided="chat:write")
         elif handler is None:
             body = {"ok": False, "error": "unknown_method"}
         else:
@@ -485,6 +646,74 @@ class FakeSlack:
             return {"ok": False, "error": "already_reacted"}
         self._reactions.add(key)
         return {"ok": True}
+
+    # -- history ---------------------------------------------------------------------------
+
+    def _conversation(self, channel: str) -> list[dict[str, Any]]:
+        """Every message in a channel (people's and the bot's), oldest first."""
+        found = {ts: m for (c, ts), m in self.history.items() if c == channel}
+        for (c, ts), m in self.messages.items():
+            if c == channel and not m.get("streaming"):
+                found.setdefault(ts, {**m, "team": self.team_id})
+        return [found[ts] for ts in sorted(found, key=lambda t: tuple(map(int, t.split("."))))]
+
+    @staticmethod
+    def _in_range(ts: str, params: dict[str, Any]) -> bool:
+        inclusive = str(params.get("inclusive", "0")).lower() in ("1", "true")
+        key = tuple(map(int, ts.split(".")))
+        for bound, below in (("latest", True), ("oldest", False)):
+            raw = params.get(bound)
+            if not raw:
+                continue
+            edge = tuple(map(int, str(raw).split(".")))
+            if key == edge and not inclusive:
+                return False
+            if (key > edge) if below else (key < edge):
+                return False
+        return True
+
+    def _limit(self, params: dict[str, Any], default: int) -> int:
+        return max(1, min(int(params.get("limit") or default), self.page_cap))
+
+    def _m_conversations_history(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel") or "")
+        if not any(c == channel for c, _ in (*self.history, *self.messages)):
+            return {"ok": False, "error": "channel_not_found"}
+        top = [
+            m
+            for m in self._conversation(channel)
+            if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
+        ]
+        newest = [m for m in reversed(top) if self._in_range(m["ts"], params)]
+        limit = self._limit(params, 100)
+        return {
+            "ok": True,
+            "messages": newest[:limit],
+            "has_more": len(newest) > limit,
+            "pin_count": 0,
+            "response_metadata": {"next_cursor": ""},
+        }
+
+    def _m_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = str(params.get("channel") or ""), str(params.get("ts") or "")
+        everything = self._conversation(channel)
+        if not any(m["ts"] == ts for m in everything):
+            return {"ok": False, "error": "thread_not_found"}
+        thread = [
+            m
+            for m in everything
+            if (m["ts"] == ts or m.get("thread_ts") == ts) and self._in_range(m["ts"], params)
+        ]
+        start = int(params.get("cursor") or 0)
+        limit = self._limit(params, 1000)
+        page = thread[start : start + limit]
+        more = start + limit < len(thread)
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self.users.get(str(params.get("user")))
