@@ -38,6 +38,7 @@ from channels.adapter import (
     Chunk,
     Deliver,
     ExclusiveReceiver,
+    HistoryRequest,
     Markup,
     QuestionPrompt,
     ReplyStream,
@@ -62,11 +63,14 @@ from channels.discord.events import (
     to_inbound,
 )
 from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
+from channels.discord.history import DiscordHistory
 from channels.discord.pacing import SEND_LIMITS, DiscordLimits, DiscordPacing
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.metrics import INGRESS_PAUSES, INGRESS_WAITING
+from channels.names import Names
 from channels.send_budget import LocalPacer, Pacer
 from channels.streaming import EditStream, MessageOps
+from switchboard.conversation import ContextMessage
 from switchboard.errors import PlatformAuthError, PlatformError
 
 __all__ = [
@@ -104,6 +108,7 @@ _BUTTON_LABEL_MAX = 80
 _MAX_BUTTONS = 25
 _RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubles each time
 _RESTART_MAX_S = 60.0
+_READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
 _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀"}
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
@@ -191,6 +196,7 @@ class DiscordAdapter:
         shards: int = 1,
         max_waiting: int = MAX_WAITING,
         heartbeat_timeout: float = 60.0,
+        read_timeout_s: float = _READ_TIMEOUT_S,
     ) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
@@ -221,6 +227,8 @@ class DiscordAdapter:
         self._threads: OrderedDict[str, bool] = OrderedDict()  # threads we created
         self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
         self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
+        self._read_timeout_s = read_timeout_s
+        self._names = Names()
 
     def _new_client(self, ready: asyncio.Event, shard: tuple[int, int] | None) -> SwitchboardClient:
         client = SwitchboardClient(
@@ -654,6 +662,27 @@ class DiscordAdapter:
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
         files = DiscordFiles(client=self._client, reference=self._reference, pacing=self._pacing)
         return await files.send_file(target, name, data, mime)
+
+    # -- context (`ReadsHistory`: channels/discord/history.py) ---------------------------------
+
+    async def read_history(self, request: HistoryRequest) -> list[ContextMessage]:
+        history = DiscordHistory(
+            client=self._client, pacing=self._pacing, me=self._identity(), names=self._names
+        )
+        try:
+            async with asyncio.timeout(self._read_timeout_s):
+                return await history.read(request)
+        except TimeoutError:
+            raise PlatformError(
+                "discord history read timed out", platform=_PLATFORM, code="timeout"
+            ) from None
+
+    def _identity(self) -> BotIdentity:
+        """Who we are, also in a worker's send-only client (logged in over HTTP, no READY)."""
+        user = self._client.user
+        if user is not None:
+            return BotIdentity(id=str(user.id), name=user.name)
+        return BotIdentity(id=str(self._client.application_id or ""))
 
     async def edit(self, target: ReplyTarget, message_id: str, chunk: Chunk) -> None:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))

@@ -16,17 +16,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from switchboard.conversation import ContextMessage
 
 __all__ = [
     "THREAD_NAME_MAX",
     "BotIdentity",
+    "author_name",
     "is_for_bot",
     "mentions_bot",
     "parse_custom_id",
     "press_to_inbound",
     "question_custom_id",
+    "readable_content",
+    "snowflake_time",
     "strip_mention",
     "thread_name",
+    "to_context",
     "to_inbound",
 ]
 
@@ -107,6 +112,66 @@ def _attachment(data: Mapping[str, Any]) -> Attachment:
     )
 
 
+_DISCORD_EPOCH_MS = 1_420_070_400_000
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&\d+>")
+_CHANNEL_MENTION = re.compile(r"<#\d+>")
+_CUSTOM_EMOJI = re.compile(r"<a?(:\w+:)\d+>")
+
+
+def snowflake_time(snowflake: str) -> float:
+    """When a Discord id was made (epoch seconds): a message's send time, without parsing."""
+    try:
+        return ((int(snowflake) >> 22) + _DISCORD_EPOCH_MS) / 1000
+    except ValueError:
+        return 0.0
+
+
+def author_name(payload: Mapping[str, Any]) -> str:
+    """The author's name as the guild shows it, as far as the payload says."""
+    return _display_name(payload.get("author") or {}, payload.get("member"))
+
+
+def readable_content(payload: Mapping[str, Any], names: Mapping[str, str] | None = None) -> str:
+    """A message's content as the client shows it: user mentions by name (`names` first, by
+    user id, then the payload's own mention list), roles, channels and custom emoji in words."""
+    known = {
+        str(u.get("id")): _display_name(u, u.get("member")) for u in payload.get("mentions") or ()
+    }
+    known.update(names or {})
+    text = str(payload.get("content") or "")
+    text = _USER_MENTION.sub(lambda m: "@" + known.get(m.group(1), "someone"), text)
+    text = _ROLE_MENTION.sub("@role", text)
+    text = _CHANNEL_MENTION.sub("#channel", text)
+    return _CUSTOM_EMOJI.sub(r"\1", text)
+
+
+def to_context(
+    payload: Mapping[str, Any],
+    me: BotIdentity,
+    *,
+    replied_to: bool = False,
+    names: Mapping[str, str] | None = None,
+) -> ContextMessage:
+    """A message payload (gateway, REST or a `referenced_message`) as context for a turn;
+    `names` (user id → display name) overrides the payload's."""
+    author = _author_id(payload)
+    reference = payload.get("message_reference") or {}
+    replies = payload.get("type") == 19 and reference.get("message_id")
+    return ContextMessage(
+        message_id=str(payload.get("id") or ""),
+        sender=(names or {}).get(author) or author_name(payload),
+        sent_at=snowflake_time(str(payload.get("id") or "")),
+        text=readable_content(payload, names),
+        attachments=tuple(
+            str(a.get("filename") or "file") for a in payload.get("attachments") or ()
+        ),
+        is_self=author == me.id,
+        replied_to=replied_to,
+        reply_to_id=str(reference.get("message_id")) if replies else "",
+    )
+
+
 def to_inbound(
     payload: Mapping[str, Any], me: BotIdentity, *, chat_id: str | None = None
 ) -> InboundMessage:
@@ -129,6 +194,8 @@ def to_inbound(
         reply_to_id=str(reply_to) if reply_to else None,
         reply_to_bot=_author_id(referenced) == me.id if referenced else False,
         attachments=tuple(_attachment(a) for a in payload.get("attachments") or ()),
+        sent_at=snowflake_time(str(payload["id"])),
+        quoted=(to_context(referenced, me, replied_to=True),) if reply_to and referenced else (),
         raw=dict(payload),
     )
 

@@ -40,3 +40,8 @@ class DiscordPacing:
     async def send(self, channel_id: str) -> None:
         """Before a message, an edit or a notice in `channel_id`."""
         await book(self._pacer, [self._bot, Quota(f"c:{channel_id}", self._channel)])
+
+    async def read(self) -> None:
+        """Before a read for conversation context (history, a message, a member): Discord
+        counts it in the bot's requests, not in a channel's send window."""
+        await book(self._pacer, [self._bot])

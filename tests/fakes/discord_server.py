@@ -15,6 +15,11 @@ Sharding as on Discord: `GET /gateway/bot` recommends `shard_count` shards; an I
 the event, so two sessions on one shard show up as a duplicate delivery. `add_guild(shard=...)`
 makes a guild (with one text channel) whose id lands on that shard.
 
+History as Discord serves it: `GET /channels/{id}/messages` (newest first; `before`, `after`
+or `around`, `limit` up to 100) and `GET /channels/{id}/messages/{id}` read every stored message;
+`refuse_history` answers both 403 Missing Access; `nicks` gives members a nickname;
+`user_thread(...)` opens a thread someone else owns.
+
 The world: one guild with a text channel, the bot, users alice, bob (both plain members) and
 carol (Manage Server through a role), and another bot (the guild's owner). Threads created from a message take its id, as on
 Discord; they appear in later GUILD_CREATEs and are announced with THREAD_CREATE. The bot's own
@@ -147,6 +152,8 @@ class FakeDiscord:
     heartbeats: int = 0
     shard_count: int = 1  # what GET /gateway/bot recommends
     identified: list[tuple[int, int]] = field(default_factory=list)  # each IDENTIFY's shard
+    refuse_history: bool = False  # message reads answer 403 Missing Access
+    nicks: dict[str, str] = field(default_factory=dict)  # user id -> guild nickname
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1_200_000_000_000_000_000)
@@ -346,6 +353,36 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", data)
         return data
 
+    async def user_thread(self, name: str, *, owner: dict[str, Any] | None = None) -> str:
+        """A public thread in the text channel that a person (alice) opened, announced with
+        THREAD_CREATE; returns its id."""
+        owner = owner or self.alice
+        tid = str(self._id())
+        thread = {
+            "id": tid,
+            "type": 11,
+            "guild_id": self.guild_id,
+            "parent_id": self.channel_id,
+            "owner_id": owner["id"],
+            "name": name,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "message_count": 0,
+            "member_count": 1,
+            "total_message_sent": 0,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": _TS,
+                "locked": False,
+                "create_timestamp": _TS,
+            },
+        }
+        self.threads[tid] = self.channels[tid] = thread
+        await self.dispatch("THREAD_CREATE", thread | {"newly_created": True})
+        return tid
+
     async def press(
         self, message: dict[str, Any], custom_id: str, *, user: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -511,6 +548,8 @@ class FakeDiscord:
         for method, pattern, handler in self._routes():
             match = re.fullmatch(pattern, path)
             if method == request.method and match:
+                if handler == self._list_messages:
+                    return await handler(body, query=dict(request.query), **match.groupdict())
                 return await handler(body, **match.groupdict())
         return _error(404, 0, "404: Not Found")
 
@@ -525,6 +564,8 @@ class FakeDiscord:
             ("POST", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/threads", self._thread),
             ("PUT", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/reactions/[^/]+/@me", self._ok),
             ("POST", r"/channels/(?P<cid>\d+)/typing", self._ok),
+            ("GET", r"/channels/(?P<cid>\d+)/messages", self._list_messages),
+            ("GET", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._get_message),
             ("GET", r"/channels/(?P<cid>\d+)", self._channel),
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/guilds/(?P<gid>\d+)/members/(?P<uid>\d+)", self._get_member),
@@ -641,6 +682,42 @@ class FakeDiscord:
         await self.dispatch("THREAD_CREATE", thread | {"newly_created": True})
         return _json(thread, status=201)
 
+    async def _list_messages(self, body: Any, cid: str, query: dict[str, str]) -> web.Response:
+        if cid not in self.channels:
+            return _error(404, 10003, "Unknown Channel")
+        if self.refuse_history:
+            return _error(403, 50001, "Missing Access")
+        limit = max(1, min(int(query.get("limit") or 50), 100))
+        here = sorted(
+            (m for m in self.messages.values() if m["channel_id"] == cid),
+            key=lambda m: int(m["id"]),
+        )
+        if "before" in query:
+            here = [m for m in here if int(m["id"]) < int(query["before"])][-limit:]
+        elif "after" in query:
+            here = [m for m in here if int(m["id"]) > int(query["after"])][:limit]
+        elif "around" in query:
+            pivot = int(query["around"])
+            older = [m for m in here if int(m["id"]) < pivot][-(limit // 2) :]
+            newer = [m for m in here if int(m["id"]) >= pivot][: limit - len(older)]
+            here = older + newer
+        else:
+            here = here[-limit:]
+        return _json([self._served(m) for m in reversed(here)])
+
+    async def _get_message(self, body: Any, cid: str, mid: str) -> web.Response:
+        if self.refuse_history:
+            return _error(403, 50001, "Missing Access")
+        message = self.messages.get(mid)
+        if message is None or message["channel_id"] != cid:
+            return _error(404, 10008, "Unknown Message")
+        return _json(self._served(message))
+
+    @staticmethod
+    def _served(message: dict[str, Any]) -> dict[str, Any]:
+        """A stored message as REST returns it: no `member`, no `guild_id` (gateway-only)."""
+        return {k: v for k, v in message.items() if k not in ("member", "guild_id")}
+
     async def _channel(self, body: Any, cid: str) -> web.Response:
         channel = self.channels.get(cid)
         return _json(channel) if channel else _error(404, 10003, "Unknown Channel")
@@ -731,7 +808,7 @@ class FakeDiscord:
             "deaf": False,
             "mute": False,
             "flags": 0,
-            "nick": None,
+            "nick": self.nicks.get(uid),
             "avatar": None,
             "pending": False,
         }

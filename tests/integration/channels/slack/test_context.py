@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agent.quoted import CONTEXT_NAME, TAG
 from channels.manager import Manager
 from channels.slack import SlackAdapter
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
+from tests.integration.channels.context_harness import context_lines, user_text
 from tests.support import wait_until
 
 _ts = itertools.count(1)
@@ -40,20 +40,10 @@ class Stack:
         await self.manager.idle()
 
     def context(self, request: int = -1) -> list[str]:
-        """The quoted lines the model was sent with this turn's message ([] when none), time
-        stamps dropped (an earlier turn's block stays in the thread's history before it)."""
-        messages = self.model.requests[request].messages
-        block = messages[-2] if len(messages) > 1 else {}
-        assert messages[-1]["role"] == "user" and messages[-1].get("name") != CONTEXT_NAME
-        if block.get("name") != CONTEXT_NAME:
-            return []
-        body = block["content"].split(f"<{TAG}>\n", 1)[1].rsplit(f"\n</{TAG}>", 1)[0]
-        return [
-            line.split("] ", 1)[1] if line.startswith("[") else line for line in body.split("\n")
-        ]
+        return context_lines(self.model, request)
 
     def said(self, request: int = -1) -> str:
-        return str(self.model.requests[request].messages[-1]["content"])
+        return user_text(self.model, request)
 
 
 StackFactory = Callable[..., Awaitable[Stack]]
