@@ -196,6 +196,8 @@ async def build_core(
             context_messages=settings.context_messages,
             context_chars=settings.context_chars,
             observe_keep=settings.telegram_observe,
+            command_prefix=settings.command_prefix,
+            slack_command=settings.slack_command,
         ),
         usage=usage,
     )
@@ -265,6 +267,7 @@ def build_adapters(
                 app_token=_secret(settings.slack_app_token),
                 signing_secret=_secret(settings.slack_signing_secret),
                 api_base=settings.slack_api_base,
+                command=settings.slack_command,
                 pacer=_shared_pacer(settings, client, SharedPacer, f"slack:{_digest(slack_token)}"),
             )
         )
@@ -309,13 +312,18 @@ def _digest(token: str) -> str:
 
 
 def _webhooks(adapters: list[Adapter]) -> dict[str, WebhookHandler]:
-    routes = {"telegram": "/telegram/webhook", "slack": "/slack/events"}
+    """Each platform's webhook paths; Slack's slash commands have their own URL in the app's
+    manifest, served by the same signed handler as its events."""
+    routes = {
+        "telegram": ("/telegram/webhook",),
+        "slack": ("/slack/events", "/slack/commands"),
+    }
     hooks: dict[str, WebhookHandler] = {}
     for adapter in adapters:
         handler = getattr(adapter, "handle_webhook", None)
-        path = routes.get(str(adapter.platform))
-        if handler is not None and path is not None:
-            hooks[path] = handler
+        for path in routes.get(str(adapter.platform), ()):
+            if handler is not None:
+                hooks[path] = handler
     return hooks
 
 

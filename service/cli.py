@@ -111,6 +111,9 @@ def _build_parser() -> argparse.ArgumentParser:
         from service.cli_admin import add_admin_commands
 
         add_admin_commands(sub)
+    from service.cli_slack import add_slack_commands
+
+    add_slack_commands(sub)
     return parser
 
 

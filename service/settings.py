@@ -160,6 +160,10 @@ class Settings(BaseSettings):
         None, validation_alias=_env("SLACK_SIGNING_SECRET")
     )
     slack_api_base: str = Field("https://slack.com/api/", validation_alias=_env("SLACK_API_BASE"))
+    slack_command: str = Field("/switchboard", validation_alias=_env("SWITCHBOARD_SLACK_COMMAND"))
+    """The one Slack slash command (`/switchboard help|new|…`); the leading slash is optional."""
+    command_prefix: str = Field("!", validation_alias=_env("SWITCHBOARD_COMMAND_PREFIX"))
+    """`!stop`: commands where a platform takes every `/word` (inside Slack threads)."""
 
     discord_bot_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_BOT_TOKEN"))
     discord_api_base: str = Field(
@@ -169,6 +173,11 @@ class Settings(BaseSettings):
     discord_shards: int = Field(
         1, ge=1, le=4096, validation_alias=_env("SWITCHBOARD_DISCORD_SHARDS")
     )  # gateway shards, split across the receiving processes through one lease each
+    discord_command_guilds: str = Field(
+        "", validation_alias=_env("SWITCHBOARD_DISCORD_COMMAND_GUILDS")
+    )
+    """Comma list of guild ids: application commands registered there (at once) instead of
+    globally (which Discord may take up to an hour to show); for testing a bot."""
 
     budget_daily_usd: float = Field(
         0.0, allow_inf_nan=False, validation_alias=_env("SWITCHBOARD_BUDGET_DAILY_USD")
@@ -194,6 +203,37 @@ class Settings(BaseSettings):
                 f"must be at least {ADMIN_KEY_MIN_LENGTH} characters (e.g. `openssl rand -hex 16`)"
             )
         return value
+
+    @field_validator("slack_command")
+    @classmethod
+    def _slash_command(cls, value: str) -> str:
+        name = "/" + value.strip().lstrip("/")
+        if not _SLACK_COMMAND.match(name):
+            raise ValueError(
+                "must be a Slack command name: up to 32 lowercase letters, digits, - or _ "
+                "(the leading / is optional), e.g. /switchboard"
+            )
+        return name
+
+    @field_validator("command_prefix")
+    @classmethod
+    def _prefix_chars(cls, value: str) -> str:
+        if not _COMMAND_PREFIX.match(value):
+            raise ValueError("must be 1-3 punctuation characters other than / @ # < > : (e.g. !)")
+        return value
+
+    @field_validator("discord_command_guilds")
+    @classmethod
+    def _guild_ids(cls, value: str) -> str:
+        ids = [g.strip() for g in value.split(",") if g.strip()]
+        bad = [g for g in ids if not g.isdigit()]
+        if bad:
+            raise ValueError(f"not a guild id: {bad[0]!r} (expected ID,ID of digits)")
+        return ",".join(ids)
+
+    @property
+    def discord_command_guild_ids(self) -> tuple[int, ...]:
+        return tuple(int(g) for g in self.discord_command_guilds.split(",") if g)
 
     @field_validator("mcp_allowed_vars")
     @classmethod
@@ -317,6 +357,8 @@ _AGENT = re.compile(
 )
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SLACK_COMMAND = re.compile(r"^/[a-z0-9][a-z0-9_-]{0,30}$")
+_COMMAND_PREFIX = re.compile(r"^[!$%&*+,.;=?^~|-]{1,3}$")
 
 
 def _set(value: SecretStr | None) -> bool:
