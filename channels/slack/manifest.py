@@ -76,6 +76,7 @@ USED_METHODS = (
     "users.info",
     "files.upload.v2",
     "conversations.history",
+    "conversations.replies",
 )
 """The methods the adapter calls (the unit test keeps this list complete)."""
 
