@@ -253,6 +253,7 @@ def build_adapters(
                 pacer=_shared_pacer(
                     settings, client, SharedTelegramPacer, _telegram_owner(settings)
                 ),
+                observe=settings.telegram_observe > 0,
             )
         )
     if settings.slack_enabled:

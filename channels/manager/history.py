@@ -17,8 +17,8 @@ reply points at is shown whatever its age. The batch's own messages are never re
 are kept first, within `context_messages` messages and `context_chars` characters (a reply's
 target first of all), then shown oldest first.
 
-Never costs the turn: a DM, a console session or an answer to a question costs nothing here (no
-Redis, no API call); any failure to read (a missing scope, a 429, a timeout, the budget) is a
+Never costs the turn: a DM (where only what a reply points at is added, from the event), a
+console session or an answer to a question costs nothing here (no Redis, no API call); any failure to read (a missing scope, a 429, a timeout, the budget) is a
 warning and a `switchboard_context_reads_total` count, and the turn goes on without it. Only
 messages that passed every gate reach a turn, so only conversations where the bot was addressed
 and admitted are ever read.
@@ -189,9 +189,13 @@ class ConversationHistory:
         self, adapter: Adapter, thread_id: str, batch: Batch, *, resume: bool = False
     ) -> tuple[ContextMessage, ...]:
         last = batch.last
-        if resume or last.is_dm or last.platform is Platform.CONSOLE or self._max_messages <= 0:
+        if resume or last.platform is Platform.CONSOLE or self._max_messages <= 0:
             return ()
         quoted = [q for m in batch.messages for q in m.quoted]
+        if last.is_dm:  # the bot sees a whole DM: only what a reply points at, and free
+            own = frozenset(m.provider_message_id for m in batch.messages)
+            mine = [q for q in quoted if not q.is_self]
+            return self._choose(mine, last.provider_message_id, None, own) if mine else ()
         reads = isinstance(adapter, ReadsHistory)
         place = _observed_place(last) if self._observe_keep > 0 else None
         trigger = last.provider_message_id

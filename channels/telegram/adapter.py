@@ -71,6 +71,7 @@ from channels.telegram.inbound import (
     callback_data,
     is_for_bot,
     to_inbound,
+    to_observed,
     wants_text_notice,
 )
 from channels.telegram.menus import sync_menus
@@ -120,6 +121,7 @@ class TelegramAdapter:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         pacer: Pacer | None = None,
+        observe: bool = False,
     ) -> None:
         if mode == "webhook" and not (webhook_url and webhook_secret):
             raise ConfigError(
@@ -133,6 +135,7 @@ class TelegramAdapter:
         self._api = BotCalls(bot=self._bot, token=token, pacer=pacer)
         self._files = TelegramFiles(bot=self._bot, api=self._api)
         self._deliver = deliver
+        self._observe = observe  # pass group messages not for us on as context (observed)
         self._mode = mode
         self._webhook_url = webhook_url
         self._webhook_secret = webhook_secret
@@ -273,6 +276,10 @@ class TelegramAdapter:
         inbound = to_inbound(event_update, me)
         if inbound is not None:
             await self._hand_over(inbound)
+            return
+        observed = to_observed(event_update, me) if self._observe else None
+        if observed is not None:  # Telegram shows us every group message: context for later
+            await self._hand_over(observed)
             return
         if wants_text_notice(event_update, me):
             target = ReplyTarget(platform=self.platform, chat_id=str(message.chat.id))

@@ -15,7 +15,11 @@ Rules (DESIGN.md's thread table):
 - a forum topic (`is_topic_message`) is one conversation anchored at `message_thread_id`.
   Telegram makes every topic message a "reply" to the topic's creation message; that is not a
   reply to anyone.
-- button presses carry `q:<question_id>:<index>` callback data, parsed strictly.
+- button presses carry `q:<question_id>:<index>` callback data, parsed strictly;
+- a reply carries what it replies to as context (`quoted`: `reply_to_message` with the `quote`,
+  or an `external_reply` from another chat), and a group message that is not for the bot can be
+  passed on only to be recorded as context (`to_observed`; the adapter does so where
+  `SWITCHBOARD_TELEGRAM_OBSERVE` is on and Telegram shows the bot every group message).
 """
 
 from __future__ import annotations
@@ -30,15 +34,18 @@ from pydantic import Field, ValidationError
 
 from channels.commands import COMMANDS
 from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from switchboard.conversation import ContextMessage
 
 __all__ = [
     "KNOWN_COMMANDS",
+    "OBSERVED_MAX_CHARS",
     "BotIdentity",
     "QuestionOption",
     "callback_data",
     "is_for_bot",
     "parse_callback_data",
     "to_inbound",
+    "to_observed",
     "wants_text_notice",
 ]
 
@@ -47,6 +54,7 @@ KNOWN_COMMANDS = frozenset({*(str(spec.name) for spec in COMMANDS), "start"})
 shared group must not start our conversations."""
 
 _GROUP_TYPES = frozenset({"group", "supergroup"})
+OBSERVED_MAX_CHARS = 2000  # of an observed message's text: context, not a document
 _COMMAND = re.compile(r"/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?")
 _MEDIA_KINDS = (
     ("photo", "image"),
@@ -213,8 +221,102 @@ def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage
         reply_to_bot=replied is not None,
         attachments=attachments,
         event_ids=(f"u{update_id}",),
+        sent_at=m.date.timestamp(),
+        quoted=_quoted(m, me),
         raw=m,
     )
+
+
+def to_observed(update: Update | dict[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """A group message not addressed to the bot, as a message only to be recorded for later
+    turns' context (`observed`); None for anything else (private chats, messages for the bot,
+    bots, service messages, commands, messages without words or files)."""
+    u = _as_update(update)
+    m = u.message
+    if m is None or m.chat.type not in _GROUP_TYPES or is_for_bot(m, me):
+        return None
+    sender = m.from_user
+    if sender is None or sender.is_bot:
+        return None
+    text = m.text if m.text is not None else (m.caption or "")
+    attachments = tuple(
+        Attachment(kind=a.kind, name=a.name) for a in _attachments(m) if a.kind in _READABLE
+    )
+    if text.startswith("/") or not (text.strip() or attachments):
+        return None
+    topic = bool(m.is_topic_message and m.message_thread_id)
+    return InboundMessage(
+        platform=Platform.TELEGRAM,
+        workspace_id=str(m.chat.id),
+        chat_id=str(m.chat.id),
+        sender_id=str(sender.id),
+        sender_name=_display_name(sender.first_name, sender.last_name, sender.username),
+        text=text[:OBSERVED_MAX_CHARS],
+        provider_message_id=str(m.message_id),
+        thread_anchor=str(m.message_thread_id) if topic else None,
+        is_topic=topic,
+        attachments=attachments,
+        event_ids=(f"u{u.update_id}",),
+        sent_at=m.date.timestamp(),
+        observed=True,
+    )
+
+
+def _quoted(m: Message, me: BotIdentity) -> tuple[ContextMessage, ...]:
+    """What a message replies to, as the update carries it: the replied message (with the part
+    it quotes), or a message from another chat (`external_reply`: its sender, and its words as
+    far as the quote gives them)."""
+    quote = m.quote.text if m.quote is not None else ""
+    reply = _real_reply(m)
+    if reply is not None:
+        return (
+            ContextMessage(
+                message_id=str(reply.message_id),
+                sender=_sender_name(reply),
+                sent_at=reply.date.timestamp(),
+                text=reply.text if reply.text is not None else (reply.caption or ""),
+                attachments=tuple(a.name or a.kind for a in _attachments(reply)),
+                is_self=reply.from_user is not None and reply.from_user.id == me.id,
+                replied_to=True,
+                quote=quote,
+            ),
+        )
+    external = m.external_reply
+    if external is None:
+        return ()
+    origin = external.origin
+    where = external.chat.id if external.chat is not None else "?"
+    return (
+        ContextMessage(
+            message_id=f"ext:{where}:{external.message_id or ''}",
+            sender=_origin_name(origin),
+            sent_at=origin.date.timestamp(),
+            text=quote,
+            attachments=tuple(a.name or a.kind for a in _attachments(external)),
+            replied_to=True,
+        ),
+    )
+
+
+def _sender_name(m: Message) -> str:
+    if m.from_user is not None:
+        user = m.from_user
+        return _display_name(user.first_name, user.last_name, user.username)
+    if m.sender_chat is not None:
+        return m.sender_chat.title or m.sender_chat.username or "a chat"
+    return "someone"
+
+
+def _origin_name(origin: Any) -> str:
+    """Who wrote a message from elsewhere (`MessageOrigin*`: a user, a hidden user, a chat or
+    a channel)."""
+    user = getattr(origin, "sender_user", None)
+    if user is not None:
+        return _display_name(user.first_name, user.last_name, user.username)
+    chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
+    if chat is not None:
+        return chat.title or chat.username or "a chat"
+    return str(getattr(origin, "sender_user_name", "") or "someone")
 
 
 def _from_press(cq: CallbackQuery, update_id: int) -> InboundMessage | None:
@@ -354,7 +456,7 @@ def _py_index(text: str, utf16_offset: int, hint: int = 0) -> int:
     return index
 
 
-def _attachments(m: Message) -> tuple[Attachment, ...]:
+def _attachments(m: Any) -> tuple[Attachment, ...]:
     found = []
     for field_name, kind in _MEDIA_KINDS:
         value = getattr(m, field_name, None)

@@ -340,11 +340,14 @@ class FakeTelegram:
         document: tuple[str, bytes, str] | None = None,
         voice: bytes | None = None,
         file_size: int | None = None,
+        quote: str | None = None,
+        external_reply: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A user message in `chat` (stored, and pushed to getUpdates); returns the update.
         `photo` (image bytes), `document` (name, bytes, mime) and `voice` (OGG bytes) become
         real files;
-        `file_size` overrides the size the update reports."""
+        `file_size` overrides the size the update reports; `quote` is the part of `reply_to`
+        the user quoted, `external_reply` a reply to another chat's message (`external`)."""
         mid = self._new_message_id(chat["id"])
         message: dict[str, Any] = {
             "message_id": mid,
@@ -408,6 +411,12 @@ class FakeTelegram:
             reply_to = reply_to or self.messages[(chat["id"], topic)]
         if reply_to is not None:
             message["reply_to_message"] = _shallow(reply_to)
+        if external_reply is not None:
+            message["external_reply"] = external_reply
+        if quote is not None:  # the part of the replied message the user selected
+            source = str((reply_to or {}).get("text") or quote)
+            position = utf16_len(source[: max(source.find(quote), 0)])
+            message["quote"] = {"text": quote, "position": position, "is_manual": True}
         self.messages[(chat["id"], mid)] = message
         if chat["type"] == "private":
             self._open_dms.add(user["id"])
@@ -415,6 +424,21 @@ class FakeTelegram:
         if push:
             self.push(update)
         return update
+
+    @staticmethod
+    def external(
+        user: dict[str, Any], *, chat: dict[str, Any] | None = None, message_id: int | None = None
+    ) -> dict[str, Any]:
+        """An `external_reply`: a reply to a message of another chat (or a channel), which
+        carries its origin and media but not its text (a `quote` gives that)."""
+        data: dict[str, Any] = {
+            "origin": {"type": "user", "date": int(time.time()) - 60, "sender_user": user}
+        }
+        if chat is not None:
+            data["chat"] = chat
+        if message_id is not None:
+            data["message_id"] = message_id
+        return data
 
     def press(
         self, user: dict[str, Any], message: dict[str, Any], data: str, *, push: bool = True
