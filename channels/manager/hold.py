@@ -59,7 +59,9 @@ class ThreadHold:
 
     async def _keep(self) -> None:
         """Extend the lock every third of its TTL; a Redis blip is retried on the next beat
-        (the lock outlives several); a lock found gone cancels the body."""
+        (the lock outlives several); a lock found gone cancels the body. Any other failure of
+        a beat is logged and the next beat tried too: a keeper that died would leave the body
+        running on a lock nobody extends, unaware when it is lost."""
         lock = self._lock
         interval = max(0.05, min(1.0, lock.ttl_s / 3))
         while True:
@@ -68,6 +70,9 @@ class ThreadHold:
                 held, stop = await self._locks.keep(lock)
             except StorageError as exc:
                 _log.warning("lock.extend_failed", error=str(exc))
+                continue
+            except Exception as exc:
+                _log.error("lock.extend_crashed", exc_info=exc)
                 continue
             if not held:
                 _log.warning("lock.lost")
