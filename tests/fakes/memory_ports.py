@@ -607,6 +607,7 @@ class MemoryInbox:
         self.consumer = consumer
         self.claim_idle_ms = int(claim_idle_s * 1000)
         self.observed = 0  # `observe` calls: one per housekeeping round of an Intake
+        self.reads = 0  # `read` calls begun
 
     async def ensure_group(self) -> None:
         return None
@@ -621,6 +622,7 @@ class MemoryInbox:
         return entry_id
 
     async def read(self, count: int, block_s: float) -> list[Entry]:
+        self.reads += 1
         stream = self.stream
         if not stream.unread():
             stream.arrived.clear()
