@@ -4,10 +4,10 @@ without a network and with a failure injected at any await.
 
 Each operation below follows its Redis script step by step (same keys, same order, same answers):
 submit/resume/finish/record/receipt as in storage/thread_queue.py, keep/release/stop as in
-storage/locks.py, claim/finish as in storage/dedupe.py, and so on. Time is a `MemoryClock` the test
-moves (`advance`), so lock TTLs, idle entries, backoffs and rate windows pass without waiting. Each
-method runs to completion without yielding, which is what a Lua script's atomicity amounts to in
-one event loop. tests/integration/storage/test_port_contract.py runs the same scenarios on these
+storage/locks.py, claim/finish as in storage/dedupe.py, load/save/observe as in
+storage/context.py, and so on. Time is a `MemoryClock` the test moves (`advance`), so lock TTLs,
+idle entries, backoffs and rate windows pass without waiting. Each method runs to completion
+without yielding, which is what a Lua script's atomicity amounts to in one event loop. tests/integration/storage/test_port_contract.py runs the same scenarios on these
 and on real Redis, so the two cannot drift apart.
 
 What is not modelled: Redis's own failures (the fault tests inject those around the ports), and
@@ -22,16 +22,18 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.manager.config import ManagerStores
+from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S
 from storage.dedupe import DEDUPE_TTL_S
 from storage.inbox import INBOX_MAX_LEN, InboxFull
 from storage.locks import LOCK_TTL_S, STOP_TTL_S
 from storage.thread_map import THREAD_TTL_S
 from storage.thread_queue import DONE_TTL_S, QUEUE_CAP, QUEUE_TTL_S
+from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.state import (
     Claim,
     Entry,
@@ -49,6 +51,7 @@ from switchboard.state import (
 
 __all__ = [
     "MemoryClock",
+    "MemoryContext",
     "MemoryDedupe",
     "MemoryInbox",
     "MemoryLocks",
@@ -566,6 +569,88 @@ class MemoryThreads:
         return str(value)
 
 
+class MemoryContext:
+    """storage/context.py's ContextRecords: a thread's mark and cached context, and each group's
+    observed messages (a sorted set by message id, the newest `keep` kept)."""
+
+    def __init__(
+        self,
+        space: Space,
+        *,
+        mark_ttl_s: float = THREAD_TTL_S,
+        cache_ttl_s: float = CONTEXT_CACHE_TTL_S,
+        observed_ttl_s: float = OBSERVED_TTL_S,
+    ) -> None:
+        self._s = space
+        self._mark_ttl = mark_ttl_s
+        self._cache_ttl = cache_ttl_s
+        self._observed_ttl = observed_ttl_s
+
+    async def load(
+        self,
+        thread_id: str,
+        *,
+        observed: tuple[str, str] | None = None,
+        before: str = "",
+        limit: int = 0,
+    ) -> ContextState:
+        mark_raw = self._s.get(f"{{{thread_id}}}:ctx:mark")
+        mark = ContextMark.decode(mark_raw) if mark_raw is not None else None
+        cached = _cached(self._s.get(f"{{{thread_id}}}:ctx:cache"))
+        seen: list[str] = []
+        if observed is not None and limit > 0:
+            top = message_order(before)[0] - 1 if before else float("inf")
+            rows = self._s.view(f"observed:{observed[0]}:{observed[1]}").items()
+            newest = sorted(((s, m) for m, s in rows if s <= top), reverse=True)
+            seen = [member for _score, member in newest[:limit]]
+        messages: list[ContextMessage] = []
+        for member in seen:
+            try:
+                message = ContextMessage.from_dict(json.loads(member))
+            except (ValueError, TypeError, KeyError):
+                continue
+            if all(m.message_id != message.message_id for m in messages):
+                messages.append(message)
+        return ContextState(mark=mark, cached=cached, observed=tuple(messages))
+
+    async def save(
+        self,
+        thread_id: str,
+        *,
+        mark: ContextMark,
+        cache: Sequence[ContextMessage] | None = None,
+    ) -> None:
+        self._s.set(f"{{{thread_id}}}:ctx:mark", mark.encode(), self._mark_ttl)
+        if cache is not None:
+            doc = json.dumps([m.as_dict() for m in cache], ensure_ascii=False)
+            self._s.set(f"{{{thread_id}}}:ctx:cache", doc, self._cache_ttl)
+
+    async def observe(
+        self, platform: str, place: str, message: ContextMessage, *, keep: int
+    ) -> None:
+        score = message_order(message.message_id)[0]
+        if keep <= 0 or score < 0:
+            return
+        key = f"observed:{platform}:{place}"
+        members = self._s.container(key)
+        members[json.dumps(message.as_dict(), ensure_ascii=False, sort_keys=True)] = score
+        for _score, member in sorted((s, m) for m, s in members.items())[:-keep]:
+            del members[member]
+        self._s.expire(key, self._observed_ttl)
+
+
+def _cached(raw: str | None) -> tuple[ContextMessage, ...] | None:
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, list):
+            return None
+        return tuple(ContextMessage.from_dict(item) for item in data)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 @dataclass
 class _Pending:
     consumer: str
@@ -697,6 +782,7 @@ class MemoryPorts:
         self.orphans = MemoryOrphans(self.space, grace_s=grace)
         self.questions = MemoryQuestions(self.space)
         self.rate = MemoryRate(self.space, limit=self.rate_limit, window_s=self.rate_window_s)
+        self.context = MemoryContext(self.space)
 
     def inbox_for(self, consumer: str) -> MemoryInbox:
         """Another worker's view of the same inbox."""
@@ -714,6 +800,7 @@ class MemoryPorts:
             "orphans": self.orphans,
             "questions": self.questions,
             "rate": self.rate,
+            "context": self.context,
         }
         if wrap is not None:
             ports = {name: wrap(name, port) for name, port in ports.items()}

@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from channels.manager.ports import (
+    ContextStore,
     DedupeStore,
     InboxStore,
     LockStore,
@@ -27,6 +28,7 @@ from channels.manager.ports import (
 )
 from storage import (
     QUEUE_CAP,
+    ContextRecords,
     Dedupe,
     Inbox,
     InboxFull,
@@ -38,6 +40,7 @@ from storage import (
     ThreadMap,
     ThreadQueue,
 )
+from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
     Claim,
     Ledger,
@@ -76,6 +79,7 @@ class Backend:
     orphans: OrphanStore
     questions: QuestionStore
     rate: RateStore
+    context: ContextStore
     advance: Callable[[float], None] | None  # the twins' clock; None: real time
 
     async def once_past(self, seconds: float, check: Callable[[], Awaitable[R | None]]) -> R:
@@ -110,6 +114,7 @@ def ports(request: pytest.FixtureRequest, redis: aioredis.Redis, keys: Keys) -> 
             mem.orphans,
             mem.questions,
             mem.rate,
+            mem.context,
             mem.clock.advance,
         )
     return Backend(
@@ -124,6 +129,7 @@ def ports(request: pytest.FixtureRequest, redis: aioredis.Redis, keys: Keys) -> 
         Orphans(redis, keys=keys, grace_s=GRACE_S),
         PendingQuestions(redis, keys=keys),
         RateLimiter(redis, keys=keys, limit=RATE_LIMIT, window_s=WINDOW_S),
+        ContextRecords(redis, keys=keys),
         None,
     )
 
@@ -358,7 +364,7 @@ async def test_a_full_inbox_refuses_an_append(ports: Backend) -> None:
         await inbox.append(b"one too many")
 
 
-# -- dedupe, orphans, questions, rate, threads ------------------------------------------------
+# -- dedupe, orphans, questions, rate, threads, context ------------------------------------------------
 
 
 async def test_a_message_is_claimed_for_one_entry_all_ids_or_none(ports: Backend) -> None:
@@ -444,3 +450,38 @@ async def test_a_conversation_keeps_its_thread_until_new_and_replies_find_it(
     assert await t.thread_for_message("slack", "C", "m2") == fresh
     assert await t.thread_for_message("slack", "C", "m3") is None
     assert await t.thread_for_message("slack", "D", "m1") is None
+
+
+def _said(message_id: str, text: str = "hi") -> ContextMessage:
+    return ContextMessage(message_id, "Ann", 1_700_000_000.0, text)
+
+
+async def test_a_thread_keeps_its_context_mark_and_cache_and_an_empty_cache_counts(
+    ports: Backend,
+) -> None:
+    c = ports.context
+    assert await c.load(T) == ContextState()
+    assert await c.load(T, observed=("telegram", "-100"), before="9", limit=5) == ContextState()
+    cache = [_said("1", "Should we ship?"), _said("2", "Monday.")]
+    await c.save(T, mark=ContextMark(at="3"), cache=cache)
+    assert await c.load(T) == ContextState(mark=ContextMark(at="3"), cached=tuple(cache))
+    await c.save(T, mark=ContextMark(at="7", previous="3"))  # the mark alone: cache kept
+    assert (await c.load(T)).cached == tuple(cache)
+    await c.save(T, mark=ContextMark(at="8", previous="7"), cache=[])
+    assert await c.load(T) == ContextState(mark=ContextMark(at="8", previous="7"), cached=())
+
+
+async def test_a_group_keeps_its_newest_observed_messages_once_each(ports: Backend) -> None:
+    c = ports.context
+    for n in range(1, 6):
+        await c.observe("telegram", "-100", _said(str(n), f"text {n}"), keep=3)
+    await c.observe("telegram", "-100", _said("5", "edited on redelivery"), keep=4)
+    await c.observe("telegram", "-100", _said("not-a-number"), keep=3)  # no order: not kept
+    await c.observe("telegram", "-100", _said("9"), keep=0)  # observing is off
+    await c.observe("telegram", "-200", _said("4"), keep=3)  # another group
+    state = await c.load(T, observed=("telegram", "-100"), limit=10)
+    assert [m.message_id for m in state.observed] == ["5", "4", "3"]
+    assert state.observed[0].text == "text 5"  # of two records of one id, the same one wins
+    older = await c.load(T, observed=("telegram", "-100"), before="5", limit=1)
+    assert [m.message_id for m in older.observed] == ["4"]
+    assert (await c.load(T, observed=("telegram", "-100"), limit=0)).observed == ()
