@@ -66,6 +66,8 @@ def readable_text(text: str, names: Mapping[str, str]) -> str:
             if word.startswith("subteam^"):
                 return label or "@group"
             return label or word.split("^", 1)[0]
+        if target.startswith("mailto:"):
+            return label or target[len("mailto:") :]
         return f"{label} ({target})" if label and label != target else target
 
     text = _MARKUP.sub(one, text)

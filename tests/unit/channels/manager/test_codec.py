@@ -10,6 +10,7 @@ import pytest
 
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
 from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from switchboard.conversation import ContextMessage
 
 __all__: list[str] = []
 
@@ -42,9 +43,16 @@ def test_a_typed_message_with_every_field_set_round_trips() -> None:
             Attachment("file"),
         ),
         event_ids=("update-9", "ev-1"),
+        sent_at=1_700_000_123.5,
+        quoted=(
+            ContextMessage("70", "Bob", 1_700_000_000.0, "the plan", ("plan.pdf",), True, True),
+            ContextMessage("ext:-9:", "News", 0.0, "", quote="closed Friday", replied_to=True),
+        ),
+        observed=True,
     )
     back = decode_message(encode_message(msg))
     assert back == msg
+    assert isinstance(back.quoted, tuple) and back.quoted[0].attachments == ("plan.pdf",)
     assert back.platform is Platform.TELEGRAM
     assert isinstance(back.attachments, tuple) and back.attachments[0].size == 1234
     assert (
