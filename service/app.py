@@ -284,6 +284,7 @@ def build_adapters(
                 api_base=settings.discord_api_base,
                 gateway_url=settings.discord_gateway_url,
                 shards=settings.discord_shards,
+                command_guilds=settings.discord_command_guild_ids,
                 pacer=_shared_pacer(
                     settings, client, SharedPacer, f"discord:{_digest(discord_token)}"
                 ),

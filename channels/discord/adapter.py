@@ -45,6 +45,7 @@ from channels.adapter import (
     SentRef,
     deliver_until_taken,
 )
+from channels.commands import CommandSpec
 from channels.discord.client import (
     DEFAULT_API_BASE,
     RoutedHTTP,
@@ -52,9 +53,11 @@ from channels.discord.client import (
     SwitchboardClient,
     routed_webhooks,
 )
+from channels.discord.commands import build_tree, local_commands, needs_sync
 from channels.discord.errors import THREAD_ALREADY_CREATED, translated
 from channels.discord.events import (
     BotIdentity,
+    command_to_inbound,
     is_for_bot,
     press_to_inbound,
     question_custom_id,
@@ -113,6 +116,16 @@ _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀"}
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
 _log = structlog.get_logger(__name__)
+
+
+def _followup_handle(msg: InboundMessage) -> tuple[str, str] | None:
+    """(application id, interaction token) of the interaction this message answers, if any."""
+    if msg.native is not None and msg.native.token:
+        return msg.native.application_id, msg.native.token
+    raw = msg.raw if isinstance(msg.raw, dict) else {}
+    if msg.button is not None and raw.get("token") and raw.get("application_id"):
+        return str(raw["application_id"]), str(raw["token"])
+    return None
 
 
 def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
@@ -197,6 +210,7 @@ class DiscordAdapter:
         max_waiting: int = MAX_WAITING,
         heartbeat_timeout: float = 60.0,
         read_timeout_s: float = _READ_TIMEOUT_S,
+        command_guilds: Sequence[int] = (),
     ) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
@@ -216,6 +230,8 @@ class DiscordAdapter:
         self._ready = asyncio.Event()
         self._logged_in = False  # HTTP only: a worker's (or a standby's) adapter
         self._webhooks = RoutedWebhooks(api_base)
+        self._command_guilds = tuple(command_guilds)
+        self._command_payloads: OrderedDict[str, dict[str, Any]] = OrderedDict()  # by interaction
         self._client = self._new_client(self._ready, None)
         self._main = _Gateway(client=self._client, ready=self._ready)
         self._sessions: dict[int, _Gateway] = {}  # shard id -> its session, while owned
@@ -226,7 +242,6 @@ class DiscordAdapter:
         self._stopped = False
         self._threads: OrderedDict[str, bool] = OrderedDict()  # threads we created
         self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
-        self._interactions: OrderedDict[str, discord.Interaction] = OrderedDict()
         self._read_timeout_s = read_timeout_s
         self._names = Names()
 
@@ -243,6 +258,8 @@ class DiscordAdapter:
         )
         client.state.on_message_payload = self._on_message_payload
         client.state.on_press = self._on_press
+        client.state.on_command_payload = self._on_command_payload
+        client.tree = build_tree(client, self._on_app_command, guilds=self._command_guilds)
         return client
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -297,6 +314,7 @@ class DiscordAdapter:
         except PlatformError:
             await self.stop()
             raise
+        await self._sync_commands()  # whoever receives registers; workers never do
 
     async def open_shard(self, shard_id: int) -> None:
         """Run shard `shard_id`'s gateway session (its own client) until `close_shard`."""
@@ -313,6 +331,8 @@ class DiscordAdapter:
                 del self._sessions[shard_id]
             await self._close(gateway)
             raise
+        if shard_id == 0:  # one shard's owner registers the commands for the bot
+            await self._sync_commands()
 
     async def close_shard(self, shard_id: int) -> None:
         gateway = self._sessions.pop(shard_id, None)
@@ -547,6 +567,66 @@ class DiscordAdapter:
         _remember(self._threads, thread_id, True)
         return thread_id
 
+    def _on_command_payload(self, payload: dict[str, Any]) -> None:
+        """A slash command's wire payload, kept until the command tree dispatches it."""
+        _remember(self._command_payloads, str(payload.get("id")), payload)
+
+    async def _on_app_command(self, interaction: discord.Interaction, spec: CommandSpec) -> None:
+        """discord.py's tree matched one of our commands: handle it in a tracked task."""
+        payload = self._command_payloads.pop(str(interaction.id), None)
+        if payload is None or self._stopped:
+            return
+        self._take_in(self._handle_command(payload, interaction))
+
+    async def _handle_command(
+        self, payload: dict[str, Any], interaction: discord.Interaction
+    ) -> None:
+        """Defer at once (Discord allows 3 s; the defer is ephemeral when the answer will be),
+        then hand the command to the inbox: the worker answers through the interaction token
+        for up to 15 minutes. The gateway cannot resend an interaction, so the defer comes
+        first and the hand-over is retried until it is taken."""
+        msg = command_to_inbound(payload)
+        if msg is None or msg.native is None:
+            return
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.provider_message_id
+        )
+        try:
+            with routed_webhooks(self._webhooks):
+                async with translated("acknowledge command"):
+                    await interaction.response.defer(ephemeral=msg.native.private, thinking=True)
+        except PlatformError as exc:
+            _log.warning("discord.command_ack_failed", code=exc.code)
+        _log.info("command.received", command=msg.native.name, private=msg.native.private)
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
+
+    async def _sync_commands(self) -> None:
+        """Register the application commands (globally, or in `command_guilds`) when what
+        Discord holds differs; a failure is logged (the text forms keep working)."""
+        tree, http = self._client.tree, self._client.http
+        scopes: list[discord.Object | None] = [discord.Object(g) for g in self._command_guilds]
+        for guild in scopes or [None]:
+            where = "global" if guild is None else str(guild.id)
+            local = local_commands(tree, guild)
+            app = self._client.application_id
+            try:
+                async with translated("sync commands"):
+                    if app is None:
+                        raise discord.app_commands.MissingApplicationID
+                    remote = await (
+                        http.get_global_commands(app)
+                        if guild is None
+                        else http.get_guild_commands(app, guild.id)
+                    )
+                    if not needs_sync(local, remote):
+                        _log.info("discord.commands_unchanged", scope=where)
+                        continue
+                    await tree.sync(guild=guild)
+            except (PlatformError, discord.DiscordException) as exc:
+                _log.warning("discord.commands_sync_failed", scope=where, error=type(exc).__name__)
+                continue
+            _log.info("discord.commands_synced", scope=where, commands=len(local))
+
     async def _handle_press(
         self, payload: dict[str, Any], interaction: discord.Interaction
     ) -> None:
@@ -556,7 +636,6 @@ class DiscordAdapter:
         structlog.contextvars.bind_contextvars(
             platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.button.interaction_id
         )
-        _remember(self._interactions, msg.button.interaction_id, interaction)
         try:
             with routed_webhooks(self._webhooks):
                 async with translated("acknowledge press"):
@@ -723,20 +802,23 @@ class DiscordAdapter:
             if entered:
                 await typing.__aexit__(None, None, None)
 
-    async def _ephemeral(self, msg: InboundMessage, text: str) -> bool:
-        press = msg.button
-        interaction = self._interactions.get(press.interaction_id) if press else None
-        if interaction is None:
+    async def _followup(self, msg: InboundMessage, text: str, *, ephemeral: bool) -> bool:
+        """Answer an interaction (a slash command, a press) through its follow-up webhook,
+        from the id and token the message carries, so any process can. The first follow-up to
+        a deferred command replaces its "thinking…" and is as private as the defer was."""
+        handle = _followup_handle(msg)
+        if handle is None:
             return False
+        webhook = self._client.followup(*handle)
         await self._pacing.send(msg.chat_id)
         try:
             with routed_webhooks(self._webhooks):
-                async with translated("ephemeral notice"):
-                    await interaction.followup.send(
-                        text[: LIMITS.max_len], ephemeral=True, allowed_mentions=_NO_PINGS
+                async with translated("follow-up"):
+                    await webhook.send(
+                        text[: LIMITS.max_len], ephemeral=ephemeral, allowed_mentions=_NO_PINGS
                     )
         except PlatformError as exc:
-            _log.warning("discord.ephemeral_failed", code=exc.code)
+            _log.warning("discord.followup_failed", code=exc.code)
             return False
         return True
 
@@ -753,7 +835,9 @@ class DiscordAdapter:
         return True
 
     async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
-        if private and await self._ephemeral(msg, text):
+        native = msg.native
+        ephemeral = private or (native is not None and native.private)
+        if (private or native is not None) and await self._followup(msg, text, ephemeral=ephemeral):
             return
         if private and not msg.is_dm and await self._direct(msg, text):
             return
@@ -767,8 +851,14 @@ class DiscordAdapter:
             await self.notify(msg, notice, private=True)
 
     async def is_workspace_admin(self, msg: InboundMessage) -> bool:
+        """Manage Server in this guild: for a slash command, the member's permissions Discord
+        sent with it (a server may have let everyone see `/link`); else the member's roles."""
         if msg.is_dm or not msg.workspace_id:
             return False
+        if msg.native is not None:
+            raw = msg.raw if isinstance(msg.raw, dict) else {}
+            granted = discord.Permissions(int(str(raw.get("permissions") or 0)))
+            return granted.manage_guild or granted.administrator
         guilds = (c.get_guild(int(msg.workspace_id)) for c in self._clients())
         guild = next((g for g in guilds if g is not None), None)
         if guild is None:

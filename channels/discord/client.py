@@ -27,7 +27,9 @@ the session is still resumable).
 Raw payloads. `TappedState` guards every parser (a payload discord.py cannot parse is logged and
 skipped, not fatal to the connection), lets discord.py parse MESSAGE_CREATE as usual and then hands the wire
 dict to the adapter; component interactions whose custom id is ours are handed over with their
-`Interaction` (and skip discord.py's view store, which never holds our buttons).
+`Interaction` (and skip discord.py's view store, which never holds our buttons); a slash command's
+wire payload is handed over before discord.py's command tree dispatches it, so the adapter builds
+its message from what Discord sent.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from channels.discord.events import parse_custom_id
 
 __all__ = [
     "DEFAULT_API_BASE",
+    "CommandPayloadHook",
     "GatedSocket",
     "PayloadHook",
     "PressHook",
@@ -63,6 +66,7 @@ DEFAULT_API_BASE = "https://discord.com/api/v10"
 
 PayloadHook = Callable[[dict[str, Any]], None]
 PressHook = Callable[[dict[str, Any], discord.Interaction], None]
+CommandPayloadHook = Callable[[dict[str, Any]], None]
 
 _log = structlog.get_logger(__name__)
 
@@ -176,6 +180,7 @@ class TappedState(ConnectionState):
 
     on_message_payload: PayloadHook | None = None
     on_press: PressHook | None = None
+    on_command_payload: CommandPayloadHook | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -191,6 +196,11 @@ class TappedState(ConnectionState):
                 _log.exception("discord.message_tap_failed")
 
     def parse_interaction_create(self, data: Any) -> None:
+        if data.get("type") == 2 and self.on_command_payload is not None:
+            try:
+                self.on_command_payload(data)
+            except Exception:
+                _log.exception("discord.command_tap_failed")
         custom_id = str((data.get("data") or {}).get("custom_id", ""))
         if data.get("type") != 3 or not parse_custom_id(custom_id) or self.on_press is None:
             super().parse_interaction_create(data)
@@ -229,6 +239,7 @@ class SwitchboardClient(discord.Client):
         self.http = http
         self._connection.http = http
         self._sb_on_ready = on_ready
+        self.tree: Any = None  # its app_commands.CommandTree (set by the adapter), as on Bot
         # We never join voice; without this discord.py warns at every start that PyNaCl is missing.
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
@@ -261,3 +272,10 @@ class SwitchboardClient(discord.Client):
 
     async def on_ready(self) -> None:
         self._sb_on_ready()
+
+    def followup(self, application_id: str, token: str) -> discord.Webhook:
+        """An interaction's follow-up webhook from its application id and token alone (valid 15
+        minutes), so any process can answer an interaction another one received; the same
+        webhook `Interaction.followup` makes."""
+        data: Any = {"id": application_id, "type": 3, "token": token}
+        return discord.Webhook.from_state(data=data, state=self._connection)

@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from channels.message import Attachment, ButtonPress, InboundMessage, Platform
+from channels.commands import Place, command_spec
+from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
 from switchboard.conversation import ContextMessage
 
 __all__ = [
     "THREAD_NAME_MAX",
     "BotIdentity",
     "author_name",
+    "command_to_inbound",
     "is_for_bot",
     "mentions_bot",
     "parse_custom_id",
@@ -197,6 +199,53 @@ def to_inbound(
         sent_at=snowflake_time(str(payload["id"])),
         quoted=(to_context(referenced, me, replied_to=True),) if reply_to and referenced else (),
         raw=dict(payload),
+    )
+
+
+_APPLICATION_COMMAND = 2
+_THREAD_TYPES = frozenset({10, 11, 12})  # announcement, public and private threads
+
+
+def command_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
+    """A slash command (INTERACTION_CREATE of type 2) as a native command message: `/name args`
+    from the options, answered through the interaction token. `raw` keeps only what the adapter
+    reads again (the channel, the member's permissions there), never the token twice."""
+    if payload.get("type") != _APPLICATION_COMMAND:
+        return None
+    data = payload.get("data") or {}
+    name = str(data.get("name") or "")
+    if not name or not payload.get("id") or not payload.get("token"):
+        return None
+    args = " ".join(str(o.get("value")) for o in data.get("options") or () if "value" in o)
+    member = payload.get("member")
+    user = (member or {}).get("user") or payload.get("user") or {}
+    guild_id = str(payload.get("guild_id") or "")
+    channel = payload.get("channel") or {}
+    channel_id = str(payload.get("channel_id") or channel.get("id") or "")
+    if not guild_id:
+        place = Place.DM
+    elif channel.get("type") in _THREAD_TYPES:
+        place = Place.THREAD
+    else:
+        place = Place.GROUP
+    spec = command_spec(name)
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=channel_id,
+        sender_id=str(user.get("id", "")),
+        sender_name=_display_name(user, member),
+        text=f"/{name} {args}".strip(),
+        provider_message_id=str(payload["id"]),
+        is_dm=not guild_id,
+        native=NativeCommand(
+            name=name,
+            private=spec.private if spec is not None else True,
+            place=str(place),
+            application_id=str(payload.get("application_id") or ""),
+            token=str(payload["token"]),
+        ),
+        raw={"channel_id": channel_id, "permissions": str((member or {}).get("permissions") or 0)},
     )
 
 

@@ -15,6 +15,16 @@ Sharding as on Discord: `GET /gateway/bot` recommends `shard_count` shards; an I
 the event, so two sessions on one shard show up as a duplicate delivery. `add_guild(shard=...)`
 makes a guild (with one text channel) whose id lands on that shard.
 
+Application commands as Discord keeps them: `GET`/`PUT` (bulk overwrite) of
+`/applications/{app}/commands` and `/applications/{app}/guilds/{guild}/commands`, names and
+descriptions checked, ids kept per name and a new `version` per change, `default_member_permissions`
+returned as a string (`app_commands`). `slash(name, ...)` dispatches INTERACTION_CREATE (type 2) for a
+registered command with the member's permissions in the channel. Interactions are answered the way
+Discord does: one callback each, within `ack_deadline_s` (3 s; later is 10062 Unknown
+interaction), recorded in `callbacks`; the first follow-up to a deferred command (type 5) replaces
+its "thinking…" message and is as ephemeral as the defer was; `expire_interactions()` ends every
+token's 15 minutes.
+
 History as Discord serves it: `GET /channels/{id}/messages` (newest first; `before`, `after`
 or `around`, `limit` up to 100) and `GET /channels/{id}/messages/{id}` read every stored message;
 `refuse_history` answers both 403 Missing Access; `nicks` gives members a nickname;
@@ -42,7 +52,7 @@ from aiohttp import WSMsgType, web
 
 from tests.support import wait_until
 
-__all__ = ["Call", "FakeDiscord", "Followup"]
+__all__ = ["Call", "Callback", "FakeDiscord", "Followup"]
 
 TOKEN = "fake-discord-token"
 _TS = "2024-01-01T00:00:00.000000+00:00"
@@ -67,6 +77,17 @@ class Followup:
     user_id: str
     content: str
     ephemeral: bool
+    replaced_thinking: bool = False  # the first follow-up to a deferred command
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    """An interaction response (`POST /interactions/{id}/{token}/callback`)."""
+
+    interaction_id: str
+    type: int  # 5: deferred channel message ("thinking…"), 6: deferred update, 4: message
+    ephemeral: bool
+    after_s: float  # seconds after the interaction was dispatched
 
 
 def _user(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
@@ -89,6 +110,29 @@ def _json(data: Any, *, status: int = 200) -> web.Response:
 
 def _error(status: int, code: int, message: str) -> web.Response:
     return _json({"message": message, "code": code}, status=status)
+
+
+_COMMAND_NAME = re.compile(r"[-_a-z0-9]{1,32}")
+
+
+def _command_problem(body: Any) -> str | None:
+    """What Discord's bulk overwrite would refuse in `body`, or None."""
+    if not isinstance(body, list) or len(body) > 100:
+        return "expected a list of at most 100 commands"
+    names = [c.get("name") for c in body if isinstance(c, dict)]
+    if len(names) != len(body) or len(set(names)) != len(names):
+        return "command names must be unique"
+    for command in body:
+        if not _COMMAND_NAME.fullmatch(str(command.get("name"))):
+            return f"invalid command name {command.get('name')!r}"
+        if not 1 <= len(command.get("description") or "") <= 100:
+            return f"description of {command['name']} must be 1-100 characters"
+        for option in command.get("options") or ():
+            if not _COMMAND_NAME.fullmatch(str(option.get("name"))):
+                return f"invalid option name {option.get('name')!r}"
+            if not 1 <= len(option.get("description") or "") <= 100:
+                return f"option description of {command['name']} must be 1-100 characters"
+    return None
 
 
 @dataclass
@@ -143,6 +187,10 @@ class FakeDiscord:
     token: str = TOKEN
     calls: list[Call] = field(default_factory=list)
     followups: list[Followup] = field(default_factory=list)
+    callbacks: list[Callback] = field(default_factory=list)
+    ack_deadline_s: float = 3.0  # Discord's window for the first response to an interaction
+    # (None: global, or a guild id) -> the application's commands there, as GET returns them
+    app_commands: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
     thread_failure: tuple[int, int, str] | None = (
         None  # (status, code, message) for thread creation
     )
@@ -178,6 +226,9 @@ class FakeDiscord:
         self.threads: dict[str, dict[str, Any]] = {}
         self._dms: dict[str, str] = {}  # user id -> DM channel id
         self._interactions: dict[str, dict[str, Any]] = {}  # token -> interaction payload
+        self._dispatched: dict[str, float] = {}  # token -> when its INTERACTION_CREATE went out
+        self._acked: dict[str, dict[str, Any]] = {}  # token -> {type, ephemeral, thinking}
+        self._expired: set[str] = set()  # tokens past their 15 minutes
         self._sessions: dict[str, _Session] = {}  # by session id, oldest first
         self._replay: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
@@ -383,6 +434,69 @@ class FakeDiscord:
         await self.dispatch("THREAD_CREATE", thread | {"newly_created": True})
         return tid
 
+    def expire_interactions(self) -> None:
+        """Every interaction token handed out so far is past its 15 minutes."""
+        self._expired.update(self._interactions)
+
+    def permissions(self, uid: str) -> int:
+        """A member's permissions from their roles (@everyone grants none here)."""
+        return _MANAGE_GUILD if uid in self.admins else 0
+
+    async def slash(
+        self,
+        name: str,
+        *,
+        user: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+        dm: bool = False,
+        options: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Someone (alice by default) runs `/name` (a registered command: in the channel's guild,
+        else global); INTERACTION_CREATE of type 2, as Discord sends it."""
+        user = user or self.alice
+        channel_id = self.dm_channel(user) if dm else (channel_id or self.channel_id)
+        channel = self.channels[channel_id]
+        guild_id = channel.get("guild_id")
+        registered = self.app_commands.get(guild_id, []) if guild_id else []
+        command = next((c for c in registered if c["name"] == name), None)
+        if command is None:
+            command = next((c for c in self.app_commands.get(None, []) if c["name"] == name), None)
+        assert command is not None, f"/{name} is not registered: Discord would not offer it"
+        iid = str(self._id())
+        inner: dict[str, Any] = {"id": command["id"], "name": name, "type": 1}
+        if options:
+            inner["options"] = [{"name": k, "type": 3, "value": v} for k, v in options.items()]
+        if command.get("guild_id"):
+            inner["guild_id"] = command["guild_id"]
+        data: dict[str, Any] = {
+            "id": iid,
+            "application_id": self.application_id,
+            "type": 2,
+            "token": f"itoken-{iid}",
+            "version": 1,
+            "channel_id": channel_id,
+            "channel": channel,
+            "data": inner,
+            "locale": "en-US",
+            "app_permissions": "2248473465835073",
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "entitlements": [],
+            "context": 0 if guild_id else 1,
+            "authorizing_integration_owners": {"0": guild_id} if guild_id else {"1": user["id"]},
+        }
+        if guild_id:
+            data["guild_id"] = guild_id
+            data["guild_locale"] = "en-US"
+            data["member"] = self._member(user["id"], with_user=True) | {
+                "permissions": str(self.permissions(user["id"]))
+            }
+        else:
+            data["user"] = user
+        self._interactions[data["token"]] = data
+        self._dispatched[data["token"]] = time.monotonic()
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
     async def press(
         self, message: dict[str, Any], custom_id: str, *, user: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -413,6 +527,7 @@ class FakeDiscord:
         else:
             data["user"] = user
         self._interactions[data["token"]] = data
+        self._dispatched[data["token"]] = time.monotonic()
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
@@ -569,6 +684,10 @@ class FakeDiscord:
             ("GET", r"/channels/(?P<cid>\d+)", self._channel),
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/guilds/(?P<gid>\d+)/members/(?P<uid>\d+)", self._get_member),
+            ("GET", r"/applications/(?P<app>\d+)/commands", self._get_commands),
+            ("PUT", r"/applications/(?P<app>\d+)/commands", self._put_commands),
+            ("GET", r"/applications/(?P<app>\d+)/guilds/(?P<gid>\d+)/commands", self._get_commands),
+            ("PUT", r"/applications/(?P<app>\d+)/guilds/(?P<gid>\d+)/commands", self._put_commands),
             ("POST", r"/interactions/(?P<iid>\d+)/(?P<token>[^/]+)/callback", self._callback),
             ("POST", r"/webhooks/(?P<app>\d+)/(?P<token>[^/]+)", self._followup),
         ]
@@ -737,29 +856,88 @@ class FakeDiscord:
         interaction = self._interactions.get(token)
         if interaction is None or interaction["id"] != iid:
             return _error(404, 10062, "Unknown interaction")
-        return _json(
-            {
-                "interaction": {
-                    "id": iid,
-                    "type": 3,
-                    "response_message_loading": False,
-                    "response_message_ephemeral": False,
-                }
-            }
-        )
+        if token in self._acked:
+            return _error(400, 40060, "Interaction has already been acknowledged.")
+        after = time.monotonic() - self._dispatched.get(token, time.monotonic())
+        if after > self.ack_deadline_s:
+            return _error(404, 10062, "Unknown interaction")
+        kind = int(body.get("type") or 0)
+        ephemeral = bool(int((body.get("data") or {}).get("flags") or 0) & 64)
+        self._acked[token] = {"type": kind, "ephemeral": ephemeral, "thinking": kind == 5}
+        self.callbacks.append(Callback(iid, kind, ephemeral, after))
+        answer: dict[str, Any] = {
+            "id": iid,
+            "type": interaction["type"],
+            "response_message_loading": kind == 5,
+            "response_message_ephemeral": ephemeral,
+        }
+        resource: dict[str, Any] = {"type": kind}
+        if kind == 5:  # the "<bot> is thinking…" message the first follow-up will replace
+            loading = self._message(interaction["channel_id"], self.bot, "", store=False)
+            loading["flags"] = 128 | (64 if ephemeral else 0)
+            answer["response_message_id"] = loading["id"]
+            resource["message"] = loading
+        return _json({"interaction": answer, "resource": resource})
 
     async def _followup(self, body: Any, app: str, token: str) -> web.Response:
         interaction = self._interactions.get(token)
         if interaction is None or app != self.application_id:
             return _error(404, 10015, "Unknown Webhook")
+        if token in self._expired:
+            return _error(401, 50027, "Invalid Webhook Token")
+        acked = self._acked.get(token)
+        if acked is None:
+            return _error(404, 10015, "Unknown Webhook")
         user = (interaction.get("member") or {}).get("user") or interaction.get("user") or {}
         ephemeral = bool(int(body.get("flags") or 0) & 64)
+        replaced = bool(acked["thinking"])
+        if replaced:  # Discord: it edits the loading message, keeping the defer's visibility
+            ephemeral, acked["thinking"] = bool(acked["ephemeral"]), False
         content = body.get("content") or ""
-        self.followups.append(Followup(interaction["id"], user["id"], content, ephemeral))
+        self.followups.append(Followup(interaction["id"], user["id"], content, ephemeral, replaced))
         data = self._message(interaction["channel_id"], self.bot, content, store=not ephemeral)
         data["webhook_id"] = app
         data["flags"] = 64 if ephemeral else 0
         return _json(data)
+
+    async def _get_commands(self, body: Any, app: str, gid: str | None = None) -> web.Response:
+        if app != self.application_id:
+            return _error(403, 50001, "Missing Access")
+        return _json(self.app_commands.get(gid, []))
+
+    async def _put_commands(self, body: Any, app: str, gid: str | None = None) -> web.Response:
+        if app != self.application_id:
+            return _error(403, 50001, "Missing Access")
+        if gid is not None and gid not in self.guilds:
+            return _error(403, 50001, "Missing Access")  # not in the guild, or no commands scope
+        problem = _command_problem(body)
+        if problem is not None:
+            return _error(400, 50035, f"Invalid Form Body: {problem}")
+        before = {c["name"]: c for c in self.app_commands.get(gid, [])}
+        stored = []
+        for command in body:
+            old = before.get(command["name"])
+            permissions = command.get("default_member_permissions")
+            entry: dict[str, Any] = {
+                "id": old["id"] if old else str(self._id()),
+                "application_id": self.application_id,
+                "version": str(self._id()),
+                "type": int(command.get("type") or 1),
+                "name": command["name"],
+                "description": command.get("description", ""),
+                "default_member_permissions": None if permissions is None else str(permissions),
+                "dm_permission": command.get("dm_permission", True),
+                "contexts": command.get("contexts") if gid is None else None,
+                "integration_types": command.get("integration_types") or [0],
+                "nsfw": bool(command.get("nsfw", False)),
+            }
+            if command.get("options"):
+                entry["options"] = command["options"]
+            if gid is not None:
+                entry["guild_id"] = gid
+            stored.append(entry)
+        self.app_commands[gid] = stored
+        return _json(stored)
 
     # -- payload builders ---------------------------------------------------------------------
 
