@@ -233,11 +233,13 @@ class ConversationHistory:
             cache = fetched if state.cached is None else None
         chosen = self._choose([*quoted, *(fetched or ()), *state.observed], trigger, after, exclude)
         mark = ContextMark(at=trigger, previous=after)
+        writes: list[Awaitable[None]] = []
+        if fetched is not None:  # a failed read leaves the mark: the next turn tries again
+            writes.append(self._save(thread_id, state, mark, cache))
+        if place is not None:
+            writes.append(self._record(place, batch.messages))
         try:
-            if fetched is not None:  # a failed read leaves the mark: the next turn tries again
-                await self._save(thread_id, state, mark, cache)
-            if place is not None:
-                await self._record(place, batch.messages)
+            await asyncio.gather(*writes)
         except StorageError as exc:  # what was read still serves this turn
             _log.warning("context.store_failed", error=str(exc))
         _log.info(
