@@ -28,6 +28,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from agent.attachments import split_content
+from agent.quoted import CONTEXT_NAME, TAG
 from agent.reply import content_text, is_injected
 from agent.tools import CLARIFICATION_TOOL, SEND_FILE_TOOL, TIME_TOOL
 
@@ -59,6 +60,8 @@ DRIP_EVERY_S = 0.1  # between streamed words: a reply that takes a few seconds t
 _LOOP_RE = re.compile(r"loop\s+(\d+)")
 _FILE_RE = re.compile(r"file\s+([\w.-]{1,64})")
 _SEND_RE = re.compile(r"send\s+(\S{1,200})")
+_SUMMARY_RE = re.compile(r"(summari[sz]e|what did i miss)[?.!]*")
+_STAMP_RE = re.compile(r"^\[[^\]]*UTC\] ")
 DEMO_FILE_TEXT = "Hello from the demo agent.\n"
 
 _WORDS = [
@@ -135,6 +138,9 @@ class DemoChatModel(BaseChatModel):
       "Here is NAME."
     - `send PATH` -> calls `send_file(name=<PATH's last part>, path=PATH)`, then answers
       "Here is <name>.", or the tool's "Not sent: …" when it refused
+    - `summarise` / `summarize` / `what did I miss` (optional `?` or `.`) -> "Earlier here:
+      <sender>: <their first 8 words>; …" for each message of the quoted conversation shown
+      before this turn's message (`agent.quoted`), or "I see no earlier messages here."
     - `boom` -> raises RuntimeError
     - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
       file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I heard <name>:
@@ -298,6 +304,8 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         if sent := _results_of(results, SEND_FILE_TOOL):
             return _Step(text=sent[-1] if sent[-1].startswith("Not sent") else f"Here is {name}.")
         return _Step(tool=SEND_FILE_TOOL, args={"name": name, "path": path})
+    if _SUMMARY_RE.fullmatch(low):
+        return _Step(text=_summary(messages[:start]))
     if low == "boom":
         raise RuntimeError("the demo model was asked to fail")
     if notes:
@@ -337,6 +345,21 @@ def _last_human_index(messages: Sequence[BaseMessage]) -> int | None:
         if isinstance(message, HumanMessage) and not is_injected(message):
             return index
     return None
+
+
+def _summary(before: Sequence[BaseMessage]) -> str:
+    """The demo's account of the quoted conversation right before the turn's message."""
+    block = before[-1] if before else None
+    if not isinstance(block, HumanMessage) or block.name != CONTEXT_NAME:
+        return "I see no earlier messages here."
+    body = content_text(block.content).split(f"<{TAG}>\n", 1)[-1].rsplit(f"\n</{TAG}>", 1)[0]
+    said = []
+    for line in body.split("\n"):
+        if line.startswith("  ") or ": " not in line:
+            continue
+        who, _, text = _STAMP_RE.sub("", line).partition(": ")
+        said.append(f"{who.split(' (', 1)[0]}: {' '.join(text.split()[:8])}")
+    return "Earlier here: " + "; ".join(said).rstrip(".") + "."
 
 
 def _first_human_text(messages: Sequence[BaseMessage]) -> str:

@@ -162,3 +162,21 @@ def test_huge_sizes_and_delays_are_refused_in_one_line(request_text: str) -> Non
 
 def test_the_largest_allowed_size_is_served() -> None:
     assert len(str(_ask(HumanMessage(f"long {MAX_DEMO_CHARS}")).content)) == MAX_DEMO_CHARS
+
+
+def test_summarise_names_who_said_what_in_the_quoted_conversation_before_the_message() -> None:
+    from agent.quoted import context_message
+    from switchboard.conversation import ContextMessage
+
+    (block,) = context_message(
+        [
+            ContextMessage(
+                "1", "Ann", 1_700_000_000.0, "Should we ship the release on Friday or wait?"
+            ),
+            ContextMessage("2", "Bob", 0.0, "Monday.\nQA needs time.", replied_to=True),
+        ]
+    )
+    assert _ask(block, HumanMessage("summarise?")).content == (
+        "Earlier here: Ann: Should we ship the release on Friday or; Bob: Monday."
+    )
+    assert _ask(HumanMessage("what did I miss")).content == "I see no earlier messages here."

@@ -200,3 +200,22 @@ def test_image_pixel_limit_defaults_to_40_mpx_and_refuses_more_than_pillow_decod
     monkeypatch.setenv("SWITCHBOARD_MAX_IMAGE_PIXELS", "500000000")
     with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_MAX_IMAGE_PIXELS: "):
         load_settings(_env_file=None)
+
+
+def test_context_defaults_and_its_character_budget_takes_any_value_from_500(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert (settings.context_messages, settings.context_chars, settings.telegram_observe) == (
+        20,
+        8000,
+        50,
+    )
+    monkeypatch.setenv("SWITCHBOARD_CONTEXT_CHARS", "500")
+    monkeypatch.setenv("SWITCHBOARD_CONTEXT_MESSAGES", "0")
+    monkeypatch.setenv("SWITCHBOARD_TELEGRAM_OBSERVE", "0")
+    loaded = load_settings(_env_file=None)
+    assert (loaded.context_chars, loaded.context_messages, loaded.telegram_observe) == (500, 0, 0)
+    monkeypatch.setenv("SWITCHBOARD_CONTEXT_CHARS", "499")
+    with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_CONTEXT_CHARS: "):
+        load_settings(_env_file=None)
