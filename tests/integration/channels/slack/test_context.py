@@ -58,13 +58,14 @@ async def make_stack(make_manager: Any, openai_server: FakeOpenAI) -> AsyncItera
         await fake.start()
         fake.add_user("U1", "alice")
         fake.add_user("U2", "bob")
-        manager = await make_manager(
-            model="openai:gpt-4o-mini",
-            openai_base_url=openai_server.base_url,
-            openai_api_key=API_KEY,
-            streaming="off",
+        fields: dict[str, Any] = {
+            "model": "openai:gpt-4o-mini",
+            "openai_base_url": openai_server.base_url,
+            "openai_api_key": API_KEY,
+            "streaming": "off",
             **overrides,
-        )
+        }
+        manager = await make_manager(**fields)
         adapter = SlackAdapter(
             bot_token=fake.bot_token,
             deliver=manager.deliver,
@@ -134,6 +135,18 @@ async def test_a_mention_in_a_thread_shows_the_model_the_discussion_above_it(
     (read,) = s.fake.calls_to("conversations.replies")
     assert read.params["ts"] == root and read.params["inclusive"] == "0"
     assert sorted(c.params["user"] for c in s.fake.calls_to("users.info")) == ["U1", "U2"]
+
+
+async def test_mentioned_mid_discussion_the_demo_agent_answers_about_that_discussion(
+    make_stack: StackFactory,
+) -> None:
+    s = await make_stack(model="demo")
+    root = discussion(s.fake)
+    await s.say(mention("summarise", ts=new_ts(), user="U2", thread_ts=root))
+    await s.answered(1)
+    (reply,) = s.fake.posted_texts()
+    assert reply.startswith("Earlier here: Alice: Should we ship the release on Friday?; Bob:")
+    assert reply.endswith("Alice: I'll ask QA.")
 
 
 async def test_the_message_budget_keeps_the_newest(make_stack: StackFactory) -> None:
