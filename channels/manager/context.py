@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from switchboard.state import Lock
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch
+    from channels.manager.hold import ThreadHold
 
 __all__ = ["ChatOrder", "MessageContext", "Outcome", "TurnSession", "turn_context"]
 
@@ -77,6 +79,15 @@ class TurnSession:
     stream: ReplyStream | None = None  # the streamed reply waiting for its final text
     batch: Batch | None = None  # the batch being answered
     attempt: int = 0  # how often that batch was taken, this time included
+    hold: ThreadHold | None = None  # the keeper of `lock`, while held
+
+    def protected(self) -> contextlib.AbstractContextManager[None]:
+        """Bookkeeping a lost lock must not cut short (see `ThreadHold.protected`)."""
+        return self.hold.protected() if self.hold is not None else contextlib.nullcontext()
+
+    @property
+    def lost(self) -> bool:
+        return self.hold is not None and self.hold.lost
 
 
 def turn_context(msg: InboundMessage, *, fence: str) -> TurnContext:

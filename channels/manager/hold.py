@@ -7,12 +7,17 @@ loss in one place. So a slow send can no longer outlive the lock: while the lock
 may wait as long as the platform makes it; once the lock is gone, the body is cancelled and the
 hold raises `LockLost` (the next holder resends from the reply ledger instead of re-running).
 The keeper also takes a `/stop` request from any process and passes it to `on_stop`.
+
+What records something that already happened (a sent piece's receipt, the batch recorded
+answered) runs `protected()`: a lost lock does not cancel it, since it stays true whoever holds
+the lock now; the caller checks `lost` afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from types import TracebackType
 
 import structlog
@@ -37,7 +42,22 @@ class ThreadHold:
         self._on_stop = on_stop
         self._body: asyncio.Task[object] | None = None
         self._keeper: asyncio.Task[None] | None = None
+        self._protected = 0
+        self._unprotected = asyncio.Event()
+        self._unprotected.set()
         self.lost = False
+
+    @contextlib.contextmanager
+    def protected(self) -> Iterator[None]:
+        """Not cancelled by a lost lock (the caller checks `lost` afterwards)."""
+        self._protected += 1
+        self._unprotected.clear()
+        try:
+            yield
+        finally:
+            self._protected -= 1
+            if not self._protected:
+                self._unprotected.set()
 
     async def __aenter__(self) -> ThreadHold:
         self._body = asyncio.current_task()
@@ -77,6 +97,7 @@ class ThreadHold:
             if not held:
                 _log.warning("lock.lost")
                 self.lost = True
+                await self._unprotected.wait()  # let the bookkeeping finish first
                 assert self._body is not None
                 self._body.cancel()
                 return

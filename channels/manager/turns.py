@@ -155,11 +155,12 @@ class TurnScheduler:
         of a turn: whatever fails is logged once and the batch is answered or handed back,
         never left under a held lock. True when the queue is done or safely handed back."""
         try:
-            async with ThreadHold(
+            session.hold = ThreadHold(
                 self._s.locks,
                 session.lock,
                 on_stop=lambda: self._runs.stop_local(session.thread_id),
-            ):
+            )
+            async with session.hold:
                 while slot.state is SlotState.RUN:
                     session.attempt = slot.attempt
                     slot = await self._batch(session, slot)
@@ -265,11 +266,14 @@ class TurnScheduler:
         return None if batch is None else (record, batch)
 
     async def _receipt(self, session: TurnSession, sent: dict[int, str]) -> None:
-        await run_idempotent(
-            [lambda: self._s.queue.receipt(session.thread_id, sent)],
-            self._config.retry_delays_s,
-            at_least_s=session.lock.ttl_s,
-        )
+        with session.protected():  # a sent piece stays sent, whoever holds the lock now
+            await run_idempotent(
+                [lambda: self._s.queue.receipt(session.thread_id, sent)],
+                self._config.retry_delays_s,
+                at_least_s=session.lock.ttl_s,
+            )
+        if session.lost:
+            raise LockLost
 
     async def _answer(self, session: TurnSession, batch: Batch, slot: Slot) -> TurnRecord:
         """Run the turn for a batch: its answer as pieces to send."""
@@ -355,7 +359,8 @@ class TurnScheduler:
         if charge is not None and self._usage is not None and batch.messages:
             usage, payer = self._usage, batch.last
             work.append(lambda: usage.record(payer, charge))  # idempotent per run id
-        results = await run_idempotent(work, self._config.retry_delays_s, at_least_s=lock.ttl_s)
+        with session.protected():  # recorded answered even if the lock was lost meanwhile
+            results = await run_idempotent(work, self._config.retry_delays_s, at_least_s=lock.ttl_s)
         if finishes_own:
             session.own_entry = None
         session.batch = None
