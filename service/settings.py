@@ -82,7 +82,7 @@ class Settings(BaseSettings):
 
     busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
     max_concurrent_turns: int = Field(
-        64, ge=1, le=10_000, validation_alias=_env("SWITCHBOARD_MAX_CONCURRENT_TURNS")
+        64, ge=2, le=10_000, validation_alias=_env("SWITCHBOARD_MAX_CONCURRENT_TURNS")
     )
     redis_max_connections: int = Field(
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")

@@ -16,6 +16,7 @@ from switchboard.state import Lock
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch
+    from channels.manager.delivery import Delivered
     from channels.manager.hold import ThreadHold
 
 __all__ = ["ChatOrder", "MessageContext", "Outcome", "TurnSession", "turn_context"]
@@ -80,6 +81,7 @@ class TurnSession:
     batch: Batch | None = None  # the batch being answered
     attempt: int = 0  # how often that batch was taken, this time included
     hold: ThreadHold | None = None  # the keeper of `lock`, while held
+    answered: Delivered | None = None  # the batch's whole answer is out; only closing is left
 
     def protected(self) -> contextlib.AbstractContextManager[None]:
         """Bookkeeping a lost lock must not cut short (see `ThreadHold.protected`)."""

@@ -42,6 +42,7 @@ class Delivered:
 
     chat_id: str = ""
     message_ids: list[str] = field(default_factory=list)
+    unreceipted: dict[int, str] = field(default_factory=dict)  # sent last; `finish` receipts it
 
     def add(self, sent: SentRef) -> str:
         self.chat_id = sent.chat_id or self.chat_id
@@ -80,6 +81,8 @@ class ReplyDelivery:
                 ref = out.add(sent)
                 if lead <= last:
                     await receipt(dict.fromkeys(range(lead), ref))
+                else:
+                    out.unreceipted = dict.fromkeys(range(lead), ref)
                 start = lead
             else:  # a question is sent whole, with its buttons
                 await stream.cancel(None)
@@ -93,6 +96,8 @@ class ReplyDelivery:
                 ref = out.add(sent)
                 if index < last:
                     await receipt({index: ref})
+                else:
+                    out.unreceipted = {index: ref}
         except PlatformRateLimited:
             raise
         except PlatformError as exc:

@@ -130,7 +130,9 @@ class Intake:
             while self._free <= 0:
                 self._freed.clear()
                 await self._freed.wait()
-            taken = self._take(_READ_BATCH)
+            # one slot stays out of the blocking read: housekeeping's sweeps and reclaims need
+            # it, or an idle worker would hold every slot in a read that returns nothing
+            taken = self._take(min(_READ_BATCH, max(1, self._free - 1)))
             try:
                 entries = await self._inbox.read(taken, _READ_BLOCK_S)
                 failures = 0

@@ -12,7 +12,7 @@ from channels.adapter import Adapter, Chunk, QuestionPrompt, SentRef
 from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
-from switchboard.errors import StorageError, SwitchboardError
+from switchboard.errors import SwitchboardError
 from switchboard.state import PendingQuestion
 
 __all__ = ["QuestionDesk", "answer_text"]
@@ -78,8 +78,8 @@ class QuestionDesk:
         if sent.message_ids:  # only for showing the answer later: the question is out already
             try:
                 await self._questions.set_message(thread_id, pending, sent.message_ids[-1])
-            except StorageError as exc:
-                _log.warning("question.message_id_lost", error=str(exc))
+            except Exception as exc:  # never the question's failure: it reached the chat
+                _log.warning("question.message_id_lost", error=type(exc).__name__)
         _log.info("question.asked", options=len(pending.options))
         return sent
 

@@ -58,6 +58,8 @@ class Responder:
             await adapter.acknowledge(msg, kind)
         except SwitchboardError as exc:
             _log.warning("ack.failed", category=exc.category, kind=str(kind))
+        except Exception as exc:  # a reaction is a courtesy: never an answer's failure
+            _log.error("ack.crashed", kind=str(kind), exc_info=exc)
 
     async def typing_until(
         self, adapter: Adapter, target: ReplyTarget, answered: asyncio.Event

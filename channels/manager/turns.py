@@ -116,10 +116,15 @@ class TurnScheduler:
         if slot.state is SlotState.QUEUED:
             metrics.QUEUE_DEPTH.labels(platform=str(ctx.msg.platform)).set(slot.depth)
             _log.info("message.queued", depth=slot.depth)
-            await asyncio.gather(
-                self._s.orphans.watch(ctx.thread_id),
-                self._say.acknowledge(ctx.adapter, ctx.msg, AckKind.QUEUED),
-            )
+            try:
+                await asyncio.gather(
+                    self._s.orphans.watch(ctx.thread_id),
+                    self._say.acknowledge(ctx.adapter, ctx.msg, AckKind.QUEUED),
+                )
+            except StorageError:
+                raise  # retried: the submit is idempotent, the watch is done again
+            except Exception as exc:  # the message is queued: its holder answers it, not an error
+                self._say.failure_text(exc, "message.queued_aside_failed")
             return Outcome.QUEUED
         assert slot.lock is not None
         session = TurnSession(ctx.adapter, ctx.thread_id, slot.lock, own_entry=ctx.entry_id)
@@ -175,6 +180,13 @@ class TurnScheduler:
                 await asyncio.shield(self._hand_back(session, release=True, after_s=None))
             raise
         except Exception as exc:
+            if session.answered is not None:  # the answer is out; only recording it failed
+                if not is_transient(exc):
+                    self._say.failure_text(exc, "turn.close_failed")  # logged, never said
+                await self._receipt_last(session, session.answered)
+                return await self._hand_back(
+                    session, release=True, after_s=self._backoff_s(session.attempt)
+                )
             if is_transient(exc):
                 _log.warning("turn.retry_later", error=str(exc), attempt=session.attempt)
                 return await self._hand_back(
@@ -182,6 +194,14 @@ class TurnScheduler:
                 )
             text = self._say.failure_text(exc, "turn.crashed")
             return await self._give_up(session, text)
+
+    async def _receipt_last(self, session: TurnSession, answered: Delivered) -> None:
+        """The last piece's receipt, normally `finish` itself: so the next attempt finds the
+        whole answer sent and only closes the batch. Best effort."""
+        try:
+            await self._s.queue.receipt(session.thread_id, answered.unreceipted)
+        except Exception as exc:
+            _log.warning("ledger.last_receipt_failed", error=type(exc).__name__)
 
     def _backoff_s(self, attempt: int) -> float:
         """Wait before the next attempt: the lock TTL, doubling; the last one comes soon."""
@@ -229,6 +249,13 @@ class TurnScheduler:
             assert slot.ledger is not None
             receipts = slot.ledger.receipts
             _log.info("turn.resumed_from_ledger", pieces=len(record.pieces), sent=len(receipts))
+            unsent = len(record.pieces) - len(receipts)
+            if slot.attempt > self._config.max_attempts:  # sending keeps failing: stop trying
+                if unsent > 0:
+                    error = AgentError(f"gave up sending after {slot.attempt - 1} attempts")
+                    text = self._say.failure_text(error, "turn.gave_up")
+                    await self._say.notice(session.adapter, session.target, text)
+                return await self._finish(session, batch, record, None)
         else:
             batch = pick_batch(slot.items, slot.question, max_chars=self._config.max_input_chars)
             session.batch = batch
@@ -251,6 +278,7 @@ class TurnScheduler:
         delivered = await self._delivery.deliver(
             session, record, receipts, lambda sent: self._receipt(session, sent)
         )
+        session.answered = delivered
         return await self._finish(session, batch, record, delivered)
 
     def _recorded(self, slot: Slot) -> tuple[TurnRecord, Batch] | None:
@@ -364,6 +392,7 @@ class TurnScheduler:
         if finishes_own:
             session.own_entry = None
         session.batch = None
+        session.answered = None
         return results[0]
 
 

@@ -343,16 +343,6 @@ def _is_store(call: str) -> bool:
 # What the walk finds today, each reported with its cause; every entry must keep failing exactly
 # so (the test says when one stops: remove it then), and any other failure is new. Only plain
 # exceptions (bugs) are listed: every transient failure at every await already holds.
-_SPURIOUS = (
-    "a closing step (finish, remember_messages, the entry's finish) raising after the whole "
-    "answer was sent: TurnScheduler._give_up still says an error line after the answer",
-    ("an error line although every message got its whole answer",),
-)
-_QUEUED = (
-    "an exception after the message joined the thread's queue (watch, the queued ack): "
-    "Manager._handle answers it with an error line, and the queue's holder answers it too",
-    ("an error line although every message got its whole answer",),
-)
 _LOST_SUBMIT = (
     "queue.submit took effect and then raised: Manager._handle answers with an error line and "
     "finishes the entry, while the message sits in the queue under a lock nobody holds, "
@@ -364,33 +354,8 @@ _LOST_SUBMIT = (
     ),
 )
 KNOWN_BUGS: dict[tuple[str, Timing, str], tuple[str, tuple[str, ...]]] = {
-    **{
-        (scenario, timing, call): _SPURIOUS
-        for scenario, calls in {
-            "dm": ("queue.finish", "inbox.finish"),
-            "channel-three-chunks": ("queue.finish", "threads.remember_messages", "inbox.finish"),
-            "follow-up-queued": ("queue.finish", "inbox.finish"),
-            "question-then-answer": (
-                "queue.finish",
-                "threads.remember_messages",
-                "inbox.finish",
-                "questions.set_message",
-            ),
-        }.items()
-        for call in calls
-        for timing in ("before", "after")
-    },
-    **{
-        (scenario, timing, "orphans.watch"): _QUEUED
-        for scenario in ("follow-up-queued", "question-then-answer")
-        for timing in ("before", "after")
-    },
-    ("follow-up-queued", "before", "adapter.acknowledge"): _QUEUED,
-    ("question-then-answer", "before", "adapter.acknowledge"): _QUEUED,
-    **{
-        (scenario, "after", "queue.submit"): _LOST_SUBMIT
-        for scenario in ("dm", "channel-three-chunks", "follow-up-queued", "question-then-answer")
-    },
+    (scenario, "after", "queue.submit"): _LOST_SUBMIT
+    for scenario in ("dm", "channel-three-chunks", "follow-up-queued", "question-then-answer")
 }
 
 
@@ -466,15 +431,6 @@ async def test_a_failing_keeper_beat_does_not_stop_the_keeper(error: Exception) 
     assert ports.queue.holder("t1") == "tok"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known bug: Intake._read_loop takes min(32, free) turn slots and holds them while its "
-        "read blocks, so with SWITCHBOARD_MAX_CONCURRENT_TURNS <= 32 an idle worker's reader "
-        "holds every slot and housekeeping's _reclaim/_sweep_due never get one: no sweep, no "
-        "reclaim until a message arrives"
-    ),
-)
 async def test_an_idle_worker_with_few_turn_slots_still_answers_a_thread_handed_back() -> None:
     scenario = SCENARIOS[0]
     with capture_logs():
@@ -496,15 +452,6 @@ async def test_a_batch_whose_model_fails_every_attempt_runs_max_attempts_times_t
     assert not left.stranded
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known bug: TurnScheduler._batch checks slot.attempt > max_attempts only for a batch "
-        "without a recorded answer; a recorded one whose sends keep failing transiently (a "
-        "429 storm, a platform outage) is handed back and retried forever (backoff up to "
-        "600 s), and everything queued behind it waits"
-    ),
-)
 async def test_a_recorded_answer_the_platform_refuses_every_attempt_is_given_up_in_time() -> None:
     walk = Walk(Fault(0, "transient", every="adapter.send"))
     with capture_logs():
