@@ -21,6 +21,7 @@ import uuid
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
+from storage.failures import storage_error
 from storage.keys import Keys
 from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from switchboard.errors import StorageError
@@ -92,16 +93,16 @@ class Inbox:
             await self._r.xgroup_create(self.key, GROUP, id="0", mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
-                raise StorageError(f"inbox setup failed: {exc.__class__.__name__}") from None
+                raise storage_error("inbox setup", exc) from None
         except RedisError as exc:
-            raise StorageError(f"inbox setup failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox setup", exc) from None
 
     async def append(self, payload: bytes) -> str:
         """Append one message; its entry id. Raises StorageError (InboxFull when over the cap)."""
         try:
             entry_id = await self._append(keys=[self.key], args=[payload, self._max_len])
         except RedisError as exc:
-            raise StorageError(f"inbox append failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox append", exc) from None
         if not entry_id:
             raise InboxFull(f"inbox holds {self._max_len} unfinished messages")
         return _text(entry_id)
@@ -120,9 +121,9 @@ class Inbox:
             if "NOGROUP" in str(exc):  # the stream was deleted (FLUSHALL, a restore): recreate
                 await self.ensure_group()
                 return []
-            raise StorageError(f"inbox read failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox read", exc) from None
         except RedisError as exc:
-            raise StorageError(f"inbox read failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox read", exc) from None
         entries: list[Entry] = []
         for _stream, items in reply or ():
             for entry_id, fields in items:
@@ -144,9 +145,9 @@ class Inbox:
             if "NOGROUP" in str(exc):
                 await self.ensure_group()
                 return [], []
-            raise StorageError(f"inbox reclaim failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox reclaim", exc) from None
         except RedisError as exc:
-            raise StorageError(f"inbox reclaim failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox reclaim", exc) from None
         entries = [
             Entry(i, bytes((f or {}).get(_FIELD, b"")), counts.get(i, 2)) for i, f in claimed
         ]
@@ -176,7 +177,7 @@ class Inbox:
         try:
             await self._touch(keys=[self.key], args=[GROUP, self.consumer, *sorted(set(ids))])
         except RedisError as exc:
-            raise StorageError(f"inbox touch failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox touch", exc) from None
 
     async def finish(self, ids: list[str]) -> None:
         """Acknowledge and delete entries whose messages were answered or queued."""
@@ -185,14 +186,14 @@ class Inbox:
         try:
             await self._finish(keys=[self.key], args=[GROUP, *ids])
         except RedisError as exc:
-            raise StorageError(f"inbox finish failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox finish", exc) from None
 
     async def observe(self) -> None:
         """Refresh the pending and lag gauges from XINFO GROUPS (the group's own counters)."""
         try:
             groups = await self._r.xinfo_groups(self.key)
         except RedisError as exc:
-            raise StorageError(f"inbox info failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox info", exc) from None
         for group in groups:
             if _text(group.get("name", b"")) == GROUP:
                 INBOX_PENDING.set(int(group.get("pending") or 0))
@@ -203,7 +204,7 @@ class Inbox:
         try:
             return int(await self._r.xlen(self.key))
         except RedisError as exc:
-            raise StorageError(f"inbox length failed: {exc.__class__.__name__}") from None
+            raise storage_error("inbox length", exc) from None
 
 
 def _text(value: bytes | str) -> str:

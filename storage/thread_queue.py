@@ -41,7 +41,6 @@ from redis.exceptions import RedisError
 from storage.failures import storage_error
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, lock_ms
-from switchboard.errors import StorageError
 from switchboard.state import (
     Ledger,
     Lock,
@@ -352,7 +351,7 @@ class ThreadQueue:
         try:
             return await script(keys=self._thread_keys(thread_id), args=args)
         except RedisError as exc:
-            raise StorageError(f"thread {what} failed: {exc.__class__.__name__}") from None
+            raise storage_error(f"thread {what}", exc) from None
 
     def _slot(self, thread_id: str, token: str, raw: list) -> Slot:  # type: ignore[type-arg]
         state_raw, depth, flat, question_raw = raw[:4]
