@@ -18,7 +18,6 @@ from channels.commands import (
     Command,
     CommandName,
     CommandSpec,
-    Place,
     command_spec,
     help_text,
     syntax_for,
@@ -127,27 +126,23 @@ class CommandDesk:
         await self._say.send_text(ctx.adapter, msg.target, text)
 
     def _misplaced(self, ctx: MessageContext, spec: CommandSpec | None) -> str | None:
-        """Why a native command cannot act where it was used (a Slack slash command in a
-        channel: Slack sends none from threads, where conversations are), or None."""
+        """Why a native command cannot act where it was used, or None: a Slack slash command
+        outside a DM (Slack sends none from threads, where its conversations are). Elsewhere a
+        command acts on the place it was used in (a Discord channel the bot answered in is a
+        conversation too)."""
         native = ctx.msg.native
-        if native is None or spec is None or not native.place:
-            return None
-        try:
-            place = Place(native.place)
-        except ValueError:
-            return None
-        if place in spec.places:
+        if native is None or spec is None or native.place in ("", *spec.places):
             return None
         syntax = syntax_for(
             ctx.msg.platform, slack_command=self._slack_command, prefix=self._prefix
         )
-        _log.info("command.misplaced", command=str(spec.name), place=str(place))
-        where = (
-            "inside the conversation's thread"
-            if syntax.slash_in_threads
-            else f"type {syntax.prefix}{spec.name} inside the conversation's thread"
+        if syntax.slash_in_threads:
+            return None
+        _log.info("command.misplaced", command=str(spec.name), place=native.place)
+        return (
+            f"{syntax.show(spec.name)} acts on one conversation: use it in a DM with me, or type "
+            f"{syntax.prefix}{spec.name} inside the conversation's thread."
         )
-        return f"{syntax.show(spec.name)} acts on one conversation: use it in a DM with me, or {where}."
 
     async def _stop(self, ctx: MessageContext) -> str:
         thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)

@@ -199,3 +199,14 @@ async def test_an_expired_interaction_is_answered_by_direct_message(
     await wait_until(lambda: fake.bot_messages(dm))
     assert "Commands:" in fake.bot_messages(dm)[0]["content"]
     assert fake.followups == []
+
+
+async def test_stop_in_a_channel_acts_on_that_channel(
+    fake: FakeDiscord, start: Start, make_manager: Any
+) -> None:
+    manager = await make_manager()
+    await start(manager)
+    await fake.slash("stop")
+    await wait_until(lambda: fake.followups)
+    [answer] = fake.followups
+    assert answer.content == "Nothing is running here." and not answer.ephemeral
