@@ -10,6 +10,12 @@ RESUME gets the same thread: remembered here, or recovered from Discord's "threa
 created" error, since a thread started from a message has that message's id), so the manager's
 dedupe on chat + message id sees the duplicate.
 
+Slash commands come from the command registry through discord.py's `app_commands`
+(`discord/commands.py`), registered by whoever holds the gateway when Discord's differ. An
+interaction is deferred at once (ephemeral when the registry says the answer is private), then
+delivered like a message; whichever worker answers it uses the follow-up webhook named by the
+application id and interaction token the message carries (valid 15 minutes), as presses do.
+
 Every send and edit carries `AllowedMentions.none()` (the client default too): the model's text
 never pings. Every send, edit, streamed update and notice first waits on the channel's and the
 bot's send budget (`discord/pacing.py`: this process's, or the fleet's in Redis when the service
