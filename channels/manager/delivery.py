@@ -6,7 +6,9 @@ attempt is not sent again. Every piece but the last is receipted as soon as the 
 it; the last one's receipt is the batch's `finish`, one step later. So the only piece that can
 reach the chat twice is one the platform accepted in the instant before its receipt was lost.
 
-A platform that refuses a piece for good (a 4xx other than a rate limit) gets one error line with
+A piece being sent is not cut off by a lost lock (the request may already be on the wire, and
+cancelling it would only turn a sent piece into one without a receipt); no new piece starts on a
+lost lock. A platform that refuses a piece for good (a 4xx other than a rate limit) gets one error line with
 a reference id instead, and the answer ends there; a rate limit or an outage propagates, and the
 batch is tried again later (attempts are bounded).
 """
@@ -22,6 +24,7 @@ from channels import metrics
 from channels.adapter import Adapter, Chunk, SentRef
 from channels.manager.context import TurnSession
 from channels.manager.files import send_turn_files
+from channels.manager.hold import LockLost
 from channels.manager.ledger import Piece, TurnRecord
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
@@ -77,7 +80,8 @@ class ReplyDelivery:
         if stream is not None:
             lead = _leading_chunks(pieces)
             if lead and not receipts:
-                sent = await stream.finish([p.chunk for p in pieces[:lead] if p.chunk])
+                with session.protected():
+                    sent = await stream.finish([p.chunk for p in pieces[:lead] if p.chunk])
                 ref = out.add(sent)
                 if lead <= last:
                     await receipt(dict.fromkeys(range(lead), ref))
@@ -91,8 +95,11 @@ class ReplyDelivery:
                 if index in receipts:
                     out.add_receipt(receipts[index])
                     continue
+                if session.lost:  # no new piece on a lost lock: the next holder sends it
+                    raise LockLost
                 piece_target = target if index == 0 else replace(target, reply_to_id=None)
-                sent = await self._send(session, piece_target, pieces[index])
+                with session.protected():  # a send under way is never cut off mid-request
+                    sent = await self._send(session, piece_target, pieces[index])
                 ref = out.add(sent)
                 if index < last:
                     await receipt({index: ref})

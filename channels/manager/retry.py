@@ -36,7 +36,7 @@ async def run_idempotent(
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(StorageError),
         stop=stop,
-        wait=wait_exponential(multiplier=delays_s[0], max=5),
+        wait=wait_exponential(multiplier=delays_s[0], max=1),  # soon after Redis is back
         reraise=True,
     ):
         with attempt:

@@ -381,14 +381,15 @@ class TurnScheduler:
             work.append(lambda: self._s.threads.remember_messages(platform, chat, ids, thread_id))
         own = session.own_entry
         finishes_own = own is not None and sortable_entry_id(own) in batch.entry_ids
-        if finishes_own:
-            work.append(lambda: self._s.inbox.finish([own]))  # type: ignore[list-item]
         charge = record.charge()
         if charge is not None and self._usage is not None and batch.messages:
             usage, payer = self._usage, batch.last
             work.append(lambda: usage.record(payer, charge))  # idempotent per run id
+        delays = self._config.retry_delays_s
         with session.protected():  # recorded answered even if the lock was lost meanwhile
-            results = await run_idempotent(work, self._config.retry_delays_s, at_least_s=lock.ttl_s)
+            results = await run_idempotent(work, delays, at_least_s=lock.ttl_s)
+            if finishes_own:  # only after its batch: the pending entry is what brings it back
+                await run_idempotent([lambda: self._s.inbox.finish([own])], delays)  # type: ignore[list-item]
         if finishes_own:
             session.own_entry = None
         session.batch = None

@@ -142,6 +142,9 @@ async def test_redis_unreachable_mid_reply_gives_one_answer(
         await asyncio.sleep(outage_s)
         proxy.come_up()
         await wait_until(lambda: fake.bot_texts(ANN["id"]), timeout=60)
+        # the batch is recorded answered (with the lock lost meanwhile too) before anything else
+        # comes: a message that took the thread first would find it unrecorded and resend it
+        await wait_until(lambda: _all_answered(redis_url, prefix), timeout=60)
         async with worker.http() as http:
             await post_until_taken(http, fake.say(chat, ANN, "after-tok", push=False))
         await wait_until(lambda: len(fake.bot_texts(ANN["id"])) >= 2, timeout=60)
@@ -181,6 +184,17 @@ async def test_a_worker_killed_after_the_first_of_three_chunks_leaves_only_the_r
     assert joined.startswith("You said: w0000") and joined.rstrip().endswith("w1699")
     assert [w for w in joined.split() if w.startswith("w")] == [f"w{i:04d}" for i in range(1700)]
     assert len(model.requests) == 1  # the survivor resent from the ledger
+
+
+async def _all_answered(redis_url: str, prefix: str) -> bool:
+    """No unfinished inbox entry and no thread with a queued message."""
+    client = connect(redis_url, cluster=_CLUSTER)
+    try:
+        if await client.xlen(f"{prefix}inbox"):
+            return False
+        return not [key async for key in client.scan_iter(match=f"{prefix}{{*}}:q")]
+    finally:
+        await client.aclose()
 
 
 def _dm(text: str, n: int) -> InboundMessage:
