@@ -97,7 +97,8 @@ class ThreadHold:
             if not held:
                 _log.warning("lock.lost")
                 self.lost = True
-                await self._unprotected.wait()  # let the bookkeeping finish first
+                while self._protected:  # let the bookkeeping finish (the body may go from
+                    await self._unprotected.wait()  # one protected step straight to the next)
                 assert self._body is not None
                 self._body.cancel()
                 return
