@@ -550,12 +550,16 @@ def print_table(results: list[Result], args: argparse.Namespace, redis_version: 
             )
 
 
-async def _round_trips(root: Path, url: str) -> float:
-    """Round trips per plain DM turn of the measured checkout, counted through a proxy."""
+async def _round_trips(root: Path, url: str) -> float | None:
+    """Round trips per plain DM turn of the measured checkout, counted through a proxy (None
+    for a checkout older than bench/redis_trips.py)."""
     import importlib.util
 
+    path = root / "bench" / "redis_trips.py"
+    if not path.exists():
+        return None
     sys.path.insert(0, str(root))
-    spec = importlib.util.spec_from_file_location("redis_trips", root / "bench" / "redis_trips.py")
+    spec = importlib.util.spec_from_file_location("redis_trips", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -609,7 +613,8 @@ async def driver(args: argparse.Namespace) -> int:
             await harness.close()
             server.stop()
         print_table(results, args, str(version))
-        print(f"Redis round trips per plain DM turn (bench/redis_trips.py): {trips:.1f}")
+        if trips is not None:
+            print(f"Redis round trips per plain DM turn (bench/redis_trips.py): {trips:.1f}")
     bad = any(r.error or r.missing or r.duplicates for r in results)
     return 1 if bad else 0
 
