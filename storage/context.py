@@ -12,8 +12,9 @@ last read from the platform, and the recent messages observed in group chats.
   expiring `OBSERVED_TTL_S` after the last one, so an idle chat leaves nothing behind.
 
 A turn reads the mark, the cache and (for Telegram groups) the observed messages in one round
-trip, and writes the mark and cache in one MULTI (both carry the thread's hash tag); recording an
-observed message is one MULTI on its single key (add, trim, expire).
+trip (a pipeline of single-key reads, which a cluster client splits by slot), and writes the mark
+and cache in one script (both carry the thread's hash tag); recording an observed message is one
+script on its single key (add, trim, expire).
 """
 
 from __future__ import annotations
@@ -36,6 +37,20 @@ __all__ = [
     "ContextState",
 ]
 
+# KEYS: mark cache. ARGV: mark mark_ttl [cache cache_ttl].
+_SAVE = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[3] then redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4]) end
+return 1
+"""
+# KEYS: observed. ARGV: member score keep ttl.
+_OBSERVE = """
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[3]) + 1))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
 CONTEXT_CACHE_TTL_S = 600  # a burst of mentions in one thread reads the platform once
 OBSERVED_TTL_S = 48 * 3600  # yesterday's discussion still counts; an idle group's record goes
 
@@ -55,6 +70,8 @@ class ContextRecords:
         self._mark_ttl = mark_ttl_s
         self._cache_ttl = cache_ttl_s
         self._observed_ttl = observed_ttl_s
+        self._save = client.register_script(_SAVE)
+        self._observe = client.register_script(_OBSERVE)
 
     async def load(
         self,
@@ -68,7 +85,8 @@ class ContextRecords:
         newest `limit` messages observed there with an id below `before`; one round trip."""
         try:
             pipe = self._r.pipeline(transaction=False)
-            pipe.mget(self._keys.context_mark(thread_id), self._keys.context_cache(thread_id))
+            pipe.get(self._keys.context_mark(thread_id))
+            pipe.get(self._keys.context_cache(thread_id))
             if observed is not None and limit > 0:
                 top = message_order(before)[0] - 1 if before else "+inf"
                 pipe.zrevrangebyscore(
@@ -77,9 +95,9 @@ class ContextRecords:
             results = await pipe.execute()
         except RedisError as exc:
             raise storage_error("context read", exc) from None
-        mark_raw, cache_raw = results[0]
+        mark_raw, cache_raw = results[0], results[1]
         mark = ContextMark.decode(_text(mark_raw)) if mark_raw is not None else None
-        seen = results[1] if len(results) > 1 else []
+        seen = results[2] if len(results) > 2 else []
         return ContextState(mark=mark, cached=_messages(cache_raw), observed=_observed(seen))
 
     async def save(
@@ -89,32 +107,27 @@ class ContextRecords:
         mark: ContextMark,
         cache: Sequence[ContextMessage] | None = None,
     ) -> None:
-        """Set the thread's mark and, when given, its cached context (one MULTI)."""
+        """Set the thread's mark and, when given, its cached context (one script)."""
+        args: list[str | int] = [mark.encode(), self._mark_ttl]
+        if cache is not None:
+            args += [json.dumps([m.as_dict() for m in cache], ensure_ascii=False), self._cache_ttl]
+        keys = [self._keys.context_mark(thread_id), self._keys.context_cache(thread_id)]
         try:
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.set(self._keys.context_mark(thread_id), mark.encode(), ex=self._mark_ttl)
-                if cache is not None:
-                    doc = json.dumps([m.as_dict() for m in cache], ensure_ascii=False)
-                    pipe.set(self._keys.context_cache(thread_id), doc, ex=self._cache_ttl)
-                await pipe.execute()
+            await self._save(keys=keys, args=args)
         except RedisError as exc:
             raise storage_error("context write", exc) from None
 
     async def observe(
         self, platform: str, place: str, message: ContextMessage, *, keep: int
     ) -> None:
-        """Record a message seen in a group chat, keeping the newest `keep` (one MULTI)."""
+        """Record a message seen in a group chat, keeping the newest `keep` (one script)."""
         score = message_order(message.message_id)[0]
         if keep <= 0 or score < 0:
             return
         key = self._keys.observed(platform, place)
         member = json.dumps(message.as_dict(), ensure_ascii=False, sort_keys=True)
         try:
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.zadd(key, {member: score})
-                pipe.zremrangebyrank(key, 0, -(keep + 1))
-                pipe.expire(key, self._observed_ttl)
-                await pipe.execute()
+            await self._observe(keys=[key], args=[member, score, keep, self._observed_ttl])
         except RedisError as exc:
             raise storage_error("observed record", exc) from None
 
