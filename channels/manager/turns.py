@@ -249,13 +249,9 @@ class TurnScheduler:
             assert slot.ledger is not None
             receipts = slot.ledger.receipts
             _log.info("turn.resumed_from_ledger", pieces=len(record.pieces), sent=len(receipts))
-            unsent = len(record.pieces) - len(receipts)
             if slot.attempt > self._config.max_attempts:  # sending keeps failing: stop trying
-                if unsent > 0:
-                    error = AgentError(f"gave up sending after {slot.attempt - 1} attempts")
-                    text = self._say.failure_text(error, "turn.gave_up")
-                    await self._say.notice(session.adapter, session.target, text)
-                return await self._finish(session, batch, record, None)
+                unsent = len(record.pieces) > len(receipts)
+                return await self._out_of_attempts(session, batch, record, say=unsent)
         else:
             batch = pick_batch(slot.items, slot.question, max_chars=self._config.max_input_chars)
             session.batch = batch
@@ -267,10 +263,8 @@ class TurnScheduler:
                 _log.info("message.follow_up", count=len(batch.messages))
             session.target = _target(batch)
             if slot.attempt > self._config.max_attempts:  # said once, never recorded
-                error = AgentError(f"gave up after {slot.attempt - 1} attempts")
-                text = self._say.failure_text(error, "turn.gave_up")
-                await self._say.notice(session.adapter, session.target, text)
-                return await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
+                record = TurnRecord(tuple(batch.entry_ids))
+                return await self._out_of_attempts(session, batch, record, say=True)
             record = await self._answer(session, batch, slot)
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
@@ -280,6 +274,17 @@ class TurnScheduler:
         )
         session.answered = delivered
         return await self._finish(session, batch, record, delivered)
+
+    async def _out_of_attempts(
+        self, session: TurnSession, batch: Batch, record: TurnRecord, *, say: bool
+    ) -> Slot:
+        """A batch taken more than `max_attempts` times: one error line (unless its whole answer
+        is already out), then it leaves the queue."""
+        if say and session.target is not None:
+            error = AgentError(f"gave up after {session.attempt - 1} attempts")
+            text = self._say.failure_text(error, "turn.gave_up")
+            await self._say.notice(session.adapter, session.target, text)
+        return await self._finish(session, batch, record, None)
 
     def _recorded(self, slot: Slot) -> tuple[TurnRecord, Batch] | None:
         """The batch an earlier attempt recorded an answer for, if it is still the queue's."""
