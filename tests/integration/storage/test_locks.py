@@ -92,13 +92,15 @@ async def test_two_clients_never_hold_a_thread_lock_at_once(
 async def test_a_holder_that_stops_extending_loses_the_lock_after_its_ttl(
     redis: aioredis.Redis, second_client: aioredis.Redis, keys: Keys
 ) -> None:
-    first_queue = ThreadQueue(redis, keys=keys, lock_ttl_s=0.3)
-    second_queue = ThreadQueue(second_client, keys=keys, lock_ttl_s=0.3)
+    # long enough that a slow CI host (a cluster round trip each) cannot let it lapse between the
+    # two takes, short enough to wait out
+    first_queue = ThreadQueue(redis, keys=keys, lock_ttl_s=1.5)
+    second_queue = ThreadQueue(second_client, keys=keys, lock_ttl_s=1.5)
     first = ThreadLocks(redis, keys=keys)
     lock = await take(first_queue, "t1", "tok-a")
     assert lock is not None
     assert await take(second_queue, "t1", "tok-b", "999-0") is None
-    assert 0 < await redis.pttl(keys.lock("t1")) <= 300
+    assert 0 < await redis.pttl(keys.lock("t1")) <= 1500
 
     taken = await wait_until(lambda: take(second_queue, "t1", "tok-b", "999-0"), timeout=5.0)
     assert taken.token == "tok-b"
