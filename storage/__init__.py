@@ -22,6 +22,7 @@ from storage.connection import (
 )
 from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S, ContextRecords, ContextState
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
+from storage.failure_log import FAILURES_KEPT, FAILURES_TTL_S, FailureLog, FailureRecord
 from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
 from storage.leases import LEASE_TTL_S, Leases
@@ -75,6 +76,8 @@ __all__ = [
     "CONTEXT_CACHE_TTL_S",
     "DEDUPE_TTL_S",
     "DEFAULT_MAX_CONNECTIONS",
+    "FAILURES_KEPT",
+    "FAILURES_TTL_S",
     "INBOX_MAX_LEN",
     "LEASE_TTL_S",
     "LOCK_TTL_S",
@@ -96,6 +99,8 @@ __all__ = [
     "Dedupe",
     "EmbeddedValkey",
     "Entry",
+    "FailureLog",
+    "FailureRecord",
     "FencedOut",
     "Inbox",
     "InboxFull",

@@ -16,7 +16,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `sb:inbox` is one stream, so one slot and one node carries the inbox (append, read, finish).
   That is a few commands per message, far below one node's capacity for the fleets this serves;
   sharding the inbox into N tagged streams is the follow-up if it ever becomes the hot node.
-- `sb:orphans`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+- `sb:orphans`, `sb:failures`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
   `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
   cluster client splits by slot).
 
@@ -65,6 +65,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{access}:acctlinks:<account>`            | set    | none                       | links.py         |
 | `sb:{access}:links`                          | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
+| `sb:failures`                                | list   | 7 d after the last push, capped at 1000 | failure_log.py |
 | `sb:usage:{<platform>:<user>}:day:<date>`     | string | until next 00:00 UTC       | usage.py         |
 | `sb:usage:{<platform>:<user>}:week:<iso week>`| string | until next Monday 00:00 UTC | usage.py        |
 | `sb:usage:{<platform>:<user>}:turn:<turn_id>` | string | 1 h (TURN_MARK_TTL_S)      | usage.py         |
@@ -204,6 +205,10 @@ class Keys:
 
     def notice(self, platform: str, chat_id: str) -> str:
         return f"{self.prefix}notice:{platform}:{chat_id}"
+
+    def failures(self) -> str:
+        """The recent failures users were given a reference id for (newest first, capped)."""
+        return f"{self.prefix}failures"
 
     def usage(self, platform: str, user_id: str, suffix: str) -> str:
         """A key of one user's spend; the hash tag lets one script update both windows."""

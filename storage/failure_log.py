@@ -1,0 +1,89 @@
+"""The recent failures users were told about, by reference id, for the operator console.
+
+A user pastes "Sorry … (ref 1a2b3c4d)"; the admin needs what happened behind it without a shell
+and a log search. `sb:failures` is one list, newest first, capped at `FAILURES_KEPT` entries and
+kept `FAILURES_TTL_S` after the last failure: bounded whatever the error rate. Each entry is JSON
+`{"ref", "at", "category", "event", "error", "platform", "chat_id", "thread_id"}`; `error` is the
+exception's class name only (a message may hold user text or a token, never written here).
+
+One key, so one slot: a push and its trim and expiry are one MULTI on a cluster too. Only failures
+write here, never a plain turn.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from storage.failures import storage_error
+from storage.keys import Keys
+
+__all__ = ["FAILURES_KEPT", "FAILURES_TTL_S", "FailureLog", "FailureRecord"]
+
+FAILURES_KEPT = 1000  # about a bad hour on a busy fleet; the console reads them all at once
+FAILURES_TTL_S = 7 * 24 * 3600  # a user may report a failure days later; a quiet week clears it
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRecord:
+    ref: str
+    at: float  # epoch seconds
+    category: str  # the error's category, as the user's message chose it
+    event: str  # the log event it was logged under (turn.failed, turn.gave_up, …)
+    error: str  # the exception's class name
+    platform: str = ""
+    chat_id: str = ""
+    thread_id: str = ""
+
+
+def _decode(raw: bytes | str) -> FailureRecord | None:
+    try:
+        fields = json.loads(raw)
+        return FailureRecord(**{k: fields[k] for k in FailureRecord.__slots__ if k in fields})
+    except (ValueError, TypeError):
+        return None  # a foreign or damaged entry is skipped, never a failing page
+
+
+class FailureLog:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        keys: Keys,
+        kept: int = FAILURES_KEPT,
+        ttl_s: int = FAILURES_TTL_S,
+    ) -> None:
+        self._r = client
+        self._key = keys.failures()
+        self.kept = kept
+        self.ttl_s = ttl_s
+
+    async def record(self, failure: FailureRecord) -> None:
+        """Push one failure, trimming the oldest beyond the cap, in one transaction."""
+        try:
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.lpush(self._key, json.dumps(asdict(failure), separators=(",", ":")))
+                pipe.ltrim(self._key, 0, self.kept - 1)
+                pipe.expire(self._key, self.ttl_s)
+                await pipe.execute()
+        except RedisError as exc:
+            raise storage_error("failure record", exc) from None
+
+    async def recent(self, limit: int = FAILURES_KEPT) -> list[FailureRecord]:
+        """The newest `limit` failures, newest first."""
+        try:
+            raw = await self._r.lrange(self._key, 0, max(0, limit - 1))
+        except RedisError as exc:
+            raise storage_error("failure list", exc) from None
+        return [found for item in raw if (found := _decode(item)) is not None]
+
+    async def find(self, ref: str) -> list[FailureRecord]:
+        """The kept failures whose reference id starts with `ref` (what a user pasted, maybe
+        with a stray `ref ` or parenthesis around it)."""
+        wanted = ref.strip().strip("()").removeprefix("ref").strip().lower()
+        if not wanted:
+            return []
+        return [f for f in await self.recent() if f.ref.lower().startswith(wanted)]
