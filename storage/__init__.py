@@ -23,6 +23,7 @@ from storage.connection import (
 from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S, ContextRecords, ContextState
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
 from storage.failure_log import FAILURES_KEPT, FAILURES_TTL_S, FailureLog, FailureRecord
+from storage.feedback import FeedbackStore, VoteChange
 from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
 from storage.keys import Keys
 from storage.leases import LEASE_TTL_S, Leases
@@ -101,6 +102,7 @@ __all__ = [
     "Entry",
     "FailureLog",
     "FailureRecord",
+    "FeedbackStore",
     "FencedOut",
     "Inbox",
     "InboxFull",
@@ -142,6 +144,7 @@ __all__ = [
     "UsageLedger",
     "UsageLimits",
     "UsageSnapshot",
+    "VoteChange",
     "Window",
     "WindowKind",
     "WrongTokenKind",

@@ -10,6 +10,8 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `{<platform>:<place>}`: the messages observed in one group chat (or forum topic), one zset.
 - `{<platform>:<chat>}`: the dedupe ids of one message; `{<platform>:<user>}`: one user's usage;
   `{<platform>:<sender>}`: one sender's rate window and its notice mark.
+- `{feedback}`: every vote on an answer and its time index, written and trimmed by one script
+  (votes are rare: a person pressing a button).
 - `{access}`: all accounts, API keys, link tokens and links. Creating a link checks the token,
   the target and the account's index in one script, so they must share a slot; this is
   low-volume data (one EXISTS per message for the link gate), and one slot holds it easily.
@@ -66,6 +68,9 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{access}:links`                          | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
 | `sb:failures`                                | list   | 7 d after the last push, capped at 1000 | failure_log.py |
+| `sb:{feedback}:votes`                        | hash   | none (votes past 90 d or 100,000 dropped on write) | feedback.py |
+| `sb:{feedback}:recent`                       | zset   | none (trimmed with the votes) | feedback.py   |
+| `sb:answer:{<platform>:<chat>}:<message_id>` | string | 30 d (ANSWER_TTL_S)        | feedback.py      |
 | `sb:usage:{<platform>:<user>}:day:<date>`     | string | until next 00:00 UTC       | usage.py         |
 | `sb:usage:{<platform>:<user>}:week:<iso week>`| string | until next Monday 00:00 UTC | usage.py        |
 | `sb:usage:{<platform>:<user>}:turn:<turn_id>` | string | 1 h (TURN_MARK_TTL_S)      | usage.py         |
@@ -205,6 +210,14 @@ class Keys:
 
     def notice(self, platform: str, chat_id: str) -> str:
         return f"{self.prefix}notice:{platform}:{chat_id}"
+
+    def feedback(self, suffix: str) -> str:
+        """The votes on answers (`votes` hash, `recent` zset): one slot, one script writes both."""
+        return f"{self.prefix}{{feedback}}:{suffix}"
+
+    def answer(self, platform: str, chat_id: str, message_id: str) -> str:
+        """Which run a bot message answered (JSON `[thread, run, asker]`), for reaction votes."""
+        return f"{self.prefix}answer:{{{platform}:{chat_id}}}:{message_id}"
 
     def failures(self) -> str:
         """The recent failures users were given a reference id for (newest first, capped)."""
