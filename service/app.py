@@ -48,6 +48,7 @@ from storage import (
     Accounts,
     ContextRecords,
     Dedupe,
+    FailureLog,
     Inbox,
     Keys,
     Leases,
@@ -136,6 +137,7 @@ async def build_core(
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
+        failures=FailureLog(client, keys=keys),
     )
     checkpointer = RedisCheckpointSaver(
         client,

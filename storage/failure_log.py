@@ -13,30 +13,19 @@ write here, never a plain turn.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from switchboard.state import FailureRecord
 
 __all__ = ["FAILURES_KEPT", "FAILURES_TTL_S", "FailureLog", "FailureRecord"]
 
 FAILURES_KEPT = 1000  # about a bad hour on a busy fleet; the console reads them all at once
 FAILURES_TTL_S = 7 * 24 * 3600  # a user may report a failure days later; a quiet week clears it
-
-
-@dataclass(frozen=True, slots=True)
-class FailureRecord:
-    ref: str
-    at: float  # epoch seconds
-    category: str  # the error's category, as the user's message chose it
-    event: str  # the log event it was logged under (turn.failed, turn.gave_up, …)
-    error: str  # the exception's class name
-    platform: str = ""
-    chat_id: str = ""
-    thread_id: str = ""
 
 
 def _decode(raw: bytes | str) -> FailureRecord | None:

@@ -14,12 +14,14 @@ import json
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 __all__ = [
     "QUESTION_TTL_S",
+    "BusyMode",
     "Claim",
     "Entry",
+    "FailureRecord",
     "Ledger",
     "Lock",
     "PendingQuestion",
@@ -27,6 +29,7 @@ __all__ = [
     "RateDecision",
     "Slot",
     "SlotState",
+    "StopRequest",
     "ThreadState",
     "new_question_id",
     "parse_question",
@@ -111,6 +114,25 @@ def parse_question(raw: bytes | str | None) -> PendingQuestion | None:
     return question if question.expires_at > time.time() else None
 
 
+class BusyMode(StrEnum):
+    """What a message does to its conversation while a turn runs there (`SWITCHBOARD_BUSY`,
+    `/queue MODE` per conversation)."""
+
+    STEER = "steer"  # handed to the running agent before its next model call
+    COLLECT = "collect"  # a burst waits a moment and becomes one turn
+    INTERRUPT = "interrupt"  # cancels the running turn; the new batch answers both
+    QUEUE = "queue"  # answered by the next turn
+    REJECT = "reject"  # refused with a notice
+
+
+class StopRequest(IntEnum):
+    """What a holder's keeper found in the thread's stop flag."""
+
+    NONE = 0
+    STOP = 1  # `/stop`: end the turn, say it stopped
+    INTERRUPT = 2  # a new message in `interrupt` mode: end the turn, answer the new batch
+
+
 class SlotState(StrEnum):
     RUN = "run"  # the lock is ours: answer `items` (oldest first)
     QUEUED = "queued"  # another holder will answer it
@@ -147,6 +169,7 @@ class Slot:
     question: PendingQuestion | None = None
     attempt: int = 0  # RUN: how often the front entry's batch was taken, this time included
     ledger: Ledger | None = None  # RUN: the answer recorded by an earlier attempt, if any
+    mode: BusyMode | None = None  # the conversation's own busy mode (`/queue`), if it set one
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +179,24 @@ class ThreadState:
     busy: bool  # a holder has the lock
     unanswered: int  # queued messages, the batch being answered included
     question: PendingQuestion | None
+    mode: BusyMode | None = None  # the conversation's own busy mode (`/queue`), if it set one
 
 
 def sortable_entry_id(entry_id: str) -> str:
     """A stream id `ms-seq` padded so that lexical order is arrival order."""
     ms, _, seq = entry_id.partition("-")
     return f"{int(ms):015d}-{int(seq or 0):08d}"
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRecord:
+    """A failure a user was told about with a reference id (the failure log's entry)."""
+
+    ref: str
+    at: float  # epoch seconds
+    category: str  # the error's category, as the user's message chose it
+    event: str  # the log event it was logged under (turn.failed, turn.gave_up, …)
+    error: str  # the exception's class name, never its message
+    platform: str = ""
+    chat_id: str = ""
+    thread_id: str = ""

@@ -9,6 +9,7 @@ from agent.result import TurnContext, TurnResult
 from channels.manager.ports import (
     ContextStore,
     DedupeStore,
+    FailureStore,
     InboxStore,
     LockStore,
     OrphanStore,
@@ -42,6 +43,7 @@ class ManagerStores:
     questions: QuestionStore
     rate: RateStore
     context: ContextStore | None = None  # conversation context (None: turns get none)
+    failures: FailureStore | None = None  # failures by reference id, for the console
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ class Manager:
         self._s = stores
         self._config = config = config or ManagerConfig()
         self._adapters: dict[Platform, Adapter] = {}
-        say = Responder(typing_delay_s=config.typing_delay_s)
+        say = Responder(typing_delay_s=config.typing_delay_s, failures=stores.failures)
         self._say = say
         resolver = ThreadResolver(stores.threads)
         questions = QuestionDesk(stores.questions)

@@ -17,6 +17,7 @@ from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
     Claim,
     Entry,
+    FailureRecord,
     Lock,
     PendingQuestion,
     RateDecision,
@@ -27,6 +28,7 @@ from switchboard.state import (
 __all__ = [
     "ContextStore",
     "DedupeStore",
+    "FailureStore",
     "InboxStore",
     "LockStore",
     "OrphanStore",
@@ -48,6 +50,10 @@ class InboxStore(Protocol):
     async def finish(self, ids: list[str]) -> None: ...
     async def backlog(self) -> int: ...
     async def observe(self) -> None: ...
+
+
+class FailureStore(Protocol):
+    async def record(self, failure: FailureRecord) -> None: ...
 
 
 class DedupeStore(Protocol):

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import time
 from dataclasses import replace
 
 import structlog
 
 from channels import metrics
 from channels.adapter import AckKind, Adapter, Chunk, SentRef
+from channels.manager.ports import FailureStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
 from switchboard.errors import SwitchboardError
+from switchboard.state import FailureRecord
 
 __all__ = ["FALLBACK_REPLY", "Responder", "error_text"]
 
@@ -37,8 +40,10 @@ def error_text(category: str, ref: str) -> str:
 
 
 class Responder:
-    def __init__(self, *, typing_delay_s: float) -> None:
+    def __init__(self, *, typing_delay_s: float, failures: FailureStore | None = None) -> None:
         self._typing_delay_s = typing_delay_s
+        self._failures = failures
+        self._recording: set[asyncio.Task[None]] = set()
 
     async def send_text(self, adapter: Adapter, target: ReplyTarget, text: str) -> SentRef:
         return await adapter.send(target, render_chunks(text, adapter.capabilities))
@@ -85,7 +90,36 @@ class Responder:
         category = exc.category if isinstance(exc, SwitchboardError) else "internal"
         metrics.ERRORS.labels(category=category).inc()
         _log.error(event, ref=ref, category=category, exc_info=exc)
+        self._record(ref, category, event, exc)
         return error_text(category, ref)
+
+    def _record(self, ref: str, category: str, event: str, exc: BaseException) -> None:
+        """Keep the failure for the console beside the log line, off the answer's path: the
+        user's error reply never waits on (nor fails with) this write. Where it happened comes
+        from the log context the adapter and manager bound."""
+        if self._failures is None:
+            return
+        bound = structlog.contextvars.get_contextvars()
+        failure = FailureRecord(
+            ref=ref,
+            at=time.time(),
+            category=category,
+            event=event,
+            error=type(exc).__name__,
+            platform=str(bound.get("platform", "")),
+            chat_id=str(bound.get("chat_id", "")),
+            thread_id=str(bound.get("thread_id", "")),
+        )
+        task = asyncio.get_running_loop().create_task(self._keep(failure))
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+
+    async def _keep(self, failure: FailureRecord) -> None:
+        assert self._failures is not None
+        try:
+            await self._failures.record(failure)
+        except Exception as exc:  # a supervised side task: the failure is logged already
+            _log.warning("failure.record_failed", ref=failure.ref, error=type(exc).__name__)
 
     async def report(self, adapter: Adapter, target: ReplyTarget, exc: BaseException) -> None:
         """Say `failure_text` now, outside a turn (a gate failed); a failed send is logged."""
