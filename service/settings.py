@@ -79,6 +79,10 @@ class Settings(BaseSettings):
         "off", validation_alias=_env("SWITCHBOARD_ADMIN_ALLOW_COMMANDS")
     )
     """`on`: the admin API may add or change an MCP stdio command, i.e. run programs on the host."""
+    admin_show_text: Literal["on", "off"] = Field(
+        "off", validation_alias=_env("SWITCHBOARD_ADMIN_SHOW_TEXT")
+    )
+    """`on`: the operator console shows message and reply text in a thread's recent turns."""
 
     busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
     max_concurrent_turns: int = Field(
