@@ -18,9 +18,17 @@ Keys of one thread (all carry the `{<thread_id>}` hash tag, so every script touc
 | `cp:widx` | zset (lex) | the `cp:wr` fields, so one checkpoint's writes are one lex range       |
 | `cp:ridx` | zset (lex) | `<run_id>\\0m`, so delete_for_runs finds a run's checkpoints           |
 
-Outside the thread, `cprun:<run_id>` is the set of thread ids holding checkpoints of that run
-(written before the checkpoint, in the same round trip on one node and just before it on a cluster,
-so it is never missing, at worst stale).
+Nothing lives outside the thread's six keys: `adelete_for_runs`, which has no thread id, walks
+the threads' run indexes (SCAN, an admin path like `alist(None)`), so a turn leaves no per-run key
+behind.
+
+Pruning (`keep`, off by default, as LangGraph's savers): each checkpoint write, in the same script
+and after the same fence check, removes every checkpoint of its namespace but the newest `keep + 1`,
+with their pending writes and every blob no remaining checkpoint references. The latest
+checkpoint's pending writes (an open clarification resumes from them) are never touched; a writer
+that lost the thread lock writes nothing and so prunes nothing. A thread therefore holds one
+message list (plus `keep` older ones) however long it gets. Checkpoints whose metadata counts
+DeltaChannel updates are not pruned on write (replaying them needs ancestors; `aprune` keeps those).
 
 Values go through `self.serde.dumps_typed` and are stored as `<type>\\0<bytes>`; namespaces,
 checkpoint ids, channel names, task ids and run ids must not contain NUL.
@@ -36,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -56,8 +63,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
     writes_sort_key,
 )
-from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
@@ -118,25 +124,71 @@ end
 local function writes_of(m)
   return redis.call('ZRANGEBYLEX', KEYS[5], '[' .. m .. '\0', '(' .. m .. '\1')
 end
+local function gc_blobs()
+  local keep = {}
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    for _, f in ipairs(blob_fields(m, redis.call('HGET', KEYS[2], m .. '\0r'))) do
+      keep[f] = true
+    end
+  end
+  local drop = {}
+  for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
+    if not keep[f] then drop[#drop + 1] = f end
+  end
+  if #drop > 0 then chunked('HDEL', KEYS[3], drop) end
+end
+local function drop_members(members)
+  for _, m in ipairs(members) do
+    local u = redis.call('HGET', KEYS[2], m .. '\0u')
+    redis.call('HDEL', KEYS[2], m, m .. '\0m', m .. '\0p', m .. '\0r', m .. '\0u')
+    redis.call('ZREM', KEYS[1], m)
+    if u and u ~= '' then redis.call('ZREM', KEYS[6], u .. '\0' .. m) end
+    local wf = writes_of(m)
+    if #wf > 0 then
+      chunked('HDEL', KEYS[4], wf)
+      chunked('ZREM', KEYS[5], wf)
+    end
+  end
+  gc_blobs()
+end
 """
 
 # KEYS: the six thread keys, then the thread lock. ARGV: ttl, m, checkpoint, metadata, parent,
-# refs, run, fence, then (blob field, blob value) pairs. A non-empty fence is the writer's lock
+# refs, run, fence, keep, then (blob field, blob value) pairs. A non-empty fence is the writer's lock
 # token: a writer that lost the thread lock writes nothing (returns 0). Redis does not roll back a
 # script that fails midway, so the order matters: blobs first, then the record, and the index
-# (what makes it "latest") last.
+# (what makes it "latest") last. A `keep` of 0 or more then prunes the namespace to its newest
+# keep + 1 checkpoints, and drops pending writes left without their checkpoint (a write that
+# arrived after its checkpoint was pruned).
 _PUT = (
     _PRELUDE
     + r"""
-local m, run = ARGV[2], ARGV[7]
+local m, run, keep = ARGV[2], ARGV[7], tonumber(ARGV[9])
 if ARGV[8] ~= '' and redis.call('GET', KEYS[7]) ~= ARGV[8] then return 0 end
-for i = 9, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+for i = 10, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
 local old = redis.call('HGET', KEYS[2], m .. '\0u')
 if old and old ~= '' and old ~= run then redis.call('ZREM', KEYS[6], old .. '\0' .. m) end
 redis.call('HSET', KEYS[2], m, ARGV[3], m .. '\0m', ARGV[4], m .. '\0p', ARGV[5],
   m .. '\0r', ARGV[6], m .. '\0u', run)
 if run ~= '' then redis.call('ZADD', KEYS[6], 0, run .. '\0' .. m) end
 redis.call('ZADD', KEYS[1], 0, m)
+if keep >= 0 then
+  local ns = ns_of(m)
+  local upper = '(' .. string.sub(ns, 1, -2) .. '\1'
+  local stale = redis.call('ZREVRANGEBYLEX', KEYS[1], upper, '(' .. ns, 'LIMIT', keep + 1, -1)
+  if #stale > 0 then drop_members(stale) end
+  local orphans = {}
+  for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+    local cut = string.find(f, '\0', string.find(f, '\0', 1, true) + 1, true)
+    if cut and redis.call('HEXISTS', KEYS[2], string.sub(f, 1, cut - 1)) == 0 then
+      orphans[#orphans + 1] = f
+    end
+  end
+  if #orphans > 0 then
+    chunked('HDEL', KEYS[4], orphans)
+    chunked('ZREM', KEYS[5], orphans)
+  end
+end
 touch(tonumber(ARGV[1]))
 return 1
 """
@@ -188,7 +240,7 @@ return out
 )
 
 # ARGV: 'runs', run1, … | 'members', m1, … . Deletes those checkpoints and their writes, then
-# every blob no remaining checkpoint references. Returns the runs left with no checkpoint here.
+# every blob no remaining checkpoint references. Returns how many checkpoints it deleted.
 _DELETE = (
     _PRELUDE
     + r"""
@@ -203,52 +255,11 @@ if ARGV[1] == 'runs' then
 else
   for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
 end
-if #members == 0 then return {} end
-local runs = {}
-for _, m in ipairs(members) do
-  local u = redis.call('HGET', KEYS[2], m .. '\0u')
-  redis.call('HDEL', KEYS[2], m, m .. '\0m', m .. '\0p', m .. '\0r', m .. '\0u')
-  redis.call('ZREM', KEYS[1], m)
-  if u and u ~= '' then
-    redis.call('ZREM', KEYS[6], u .. '\0' .. m)
-    runs[u] = true
-  end
-  local wf = writes_of(m)
-  if #wf > 0 then
-    chunked('HDEL', KEYS[4], wf)
-    chunked('ZREM', KEYS[5], wf)
-  end
-end
-local keep = {}
-for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  for _, f in ipairs(blob_fields(m, redis.call('HGET', KEYS[2], m .. '\0r'))) do
-    keep[f] = true
-  end
-end
-local drop = {}
-for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
-  if not keep[f] then drop[#drop + 1] = f end
-end
-if #drop > 0 then chunked('HDEL', KEYS[3], drop) end
-local gone = {}
-for r, _ in pairs(runs) do
-  local left = redis.call('ZRANGEBYLEX', KEYS[6], '[' .. r .. '\0', '(' .. r .. '\1', 'LIMIT', 0, 1)
-  if #left == 0 then gone[#gone + 1] = r end
-end
-return gone
+if #members == 0 then return 0 end
+drop_members(members)
+return #members
 """
 )
-
-# Deletes the whole thread; returns its run ids so the caller can clean the run locators.
-_DROP = r"""
-local runs, seen = {}, {}
-for _, e in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
-  local r = string.sub(e, 1, string.find(e, '\0', 1, true) - 1)
-  if not seen[r] then seen[r] = true; runs[#runs + 1] = r end
-end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-return runs
-"""
 
 
 @contextlib.contextmanager
@@ -286,6 +297,8 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
 
     `ttl_s` (off by default) gives every key of a thread the same TTL, refreshed by each write,
     so an idle thread vanishes whole; without it a write also clears any TTL a thread had.
+    `keep` (off by default, so the saver behaves as LangGraph's own) prunes on every write: a
+    namespace keeps its newest checkpoint and `keep` earlier ones (`SWITCHBOARD_CHECKPOINTS_KEEP`).
     """
 
     def __init__(
@@ -294,19 +307,22 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         *,
         prefix: str = "sb:",
         ttl_s: int | None = None,
+        keep: int | None = None,
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError("ttl_s must be a positive number of seconds or None")
+        if keep is not None and keep < 0:
+            raise ValueError("keep must be 0 or more checkpoints, or None")
         self._r = client
         self._keys = Keys(prefix)
         self._ttl = ttl_s or 0
+        self._keep = -1 if keep is None else keep
         self._put = client.register_script(_PUT)
         self._writes = client.register_script(_WRITES)
         self._load = client.register_script(_LOAD)
         self._delete = client.register_script(_DELETE)
-        self._drop = client.register_script(_DROP)
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         return [self._keys.checkpoint(thread_id, suffix) for suffix in _SUFFIXES]
@@ -350,45 +366,17 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             refs,
             run,
             _plain(conf.get(FENCE_KEY) or "", "fence"),
+            -1 if meta.get("counters_since_delta_snapshot") else self._keep,
         ]
         for ch, ver in new_versions.items():
             field = f"{ns}\0{_plain(ch, 'channel')}\0{_plain(ver, 'version')}"
             args += [field, self._dump(values[ch]) if ch in values else _EMPTY]
         keys = [*self._thread_keys(str(thread_id)), self._keys.lock(str(thread_id))]
         with _redis_errors("put"):
-            if run:
-                written = await self._put_with_locator(keys, args, run, str(thread_id))
-            else:
-                written = await self._put(keys=keys, args=args)
+            written = await self._put(keys=keys, args=args)
         if not written:
             raise FencedOut(f"thread {thread_id} is held by another worker; checkpoint not written")
         return _config(thread_id, ns, checkpoint_id)
-
-    async def _put_with_locator(
-        self, keys: list[str], args: list[Any], run: str, thread_id: str
-    ) -> int:
-        """Run locator and checkpoint in one round trip; the locator goes first (never missing).
-
-        A cluster client refuses EVALSHA inside a pipeline (and the locator is in another slot,
-        often on another node), so there it is two round trips in the same order."""
-        locator = self._keys.checkpoint_run(run)
-        if isinstance(self._r, RedisCluster):
-            await self._r.sadd(locator, thread_id)
-            if self._ttl:
-                await self._r.expire(locator, self._ttl)
-            return int(await self._put(keys=keys, args=args))
-        for attempt in range(2):
-            pipe = self._r.pipeline(transaction=False)
-            pipe.sadd(locator, thread_id)
-            if self._ttl:
-                pipe.expire(locator, self._ttl)
-            pipe.evalsha(self._put.sha, len(keys), *keys, *args)
-            try:
-                return int((await pipe.execute())[-1])
-            except NoScriptError:
-                if attempt:
-                    raise
-                await self._r.script_load(_PUT)
 
     async def aput_writes(
         self,
@@ -579,36 +567,23 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         tid = str(thread_id)
         with _redis_errors("delete_thread"):
-            runs = await self._drop(keys=self._thread_keys(tid))
-            await self._forget_runs(tid, runs)
+            await self._r.delete(*self._thread_keys(tid))
         _log.info("checkpoint.thread_deleted", thread_id=tid)
 
-    async def _forget_runs(self, thread_id: str, runs: Sequence[bytes | str]) -> None:
-        if not runs:
-            return
-        pipe = self._r.pipeline(transaction=False)
-        for run in runs:
-            name = run.decode() if isinstance(run, bytes) else run
-            pipe.srem(self._keys.checkpoint_run(name), thread_id)
-        await pipe.execute()
-
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Walks every thread (SCAN), since no per-run key points at them: an admin path that
+        LangGraph servers use for rollbacks, never a turn's."""
         runs = list(dict.fromkeys(_plain(r, "run id") for r in run_ids))
         if not runs:
             return
+        threads = deleted = 0
         with _redis_errors("delete_for_runs"):
-            pipe = self._r.pipeline(transaction=False)
-            for run in runs:
-                pipe.smembers(self._keys.checkpoint_run(run))
-            holders = await pipe.execute()
-            by_thread: dict[str, list[str]] = defaultdict(list)
-            for run, threads in zip(runs, holders, strict=True):
-                for tid in threads:
-                    by_thread[tid.decode()].append(run)
-            for tid, thread_runs in by_thread.items():
-                gone = await self._delete(keys=self._thread_keys(tid), args=["runs", *thread_runs])
-                await self._forget_runs(tid, gone)
-        _log.info("checkpoint.runs_deleted", runs=len(runs), threads=len(by_thread))
+            async for tid in self._scan_threads():
+                threads += 1
+                deleted += int(
+                    await self._delete(keys=self._thread_keys(tid), args=["runs", *runs])
+                )
+        _log.info("checkpoint.runs_deleted", runs=len(runs), threads=threads, checkpoints=deleted)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Add every checkpoint, write and blob of the source to the target (ids unchanged)."""
@@ -626,15 +601,6 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             idx, chk, blob, wr, widx, ridx = await read.execute()
             if not idx:
                 return
-            runs = list(dict.fromkeys(entry.split(b"\0", 1)[0] for entry in ridx))
-            if runs:
-                locate = self._r.pipeline(transaction=False)
-                for run in runs:
-                    locator = self._keys.checkpoint_run(run.decode())
-                    locate.sadd(locator, dst)
-                    if self._ttl:
-                        locate.expire(locator, self._ttl)
-                await locate.execute()
             write = self._r.pipeline(transaction=True)
             for key, mapping in ((dst_keys[1], chk), (dst_keys[2], blob), (dst_keys[3], wr)):
                 if mapping:
@@ -676,8 +642,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         drop = [m for m in members if m not in keep]
         if not drop:
             return
-        gone = await self._delete(keys=keys, args=["members", *drop])
-        await self._forget_runs(thread_id, gone)
+        await self._delete(keys=keys, args=["members", *drop])
         _log.info("checkpoint.thread_pruned", thread_id=thread_id, dropped=len(drop))
 
     async def _delta_ancestors(self, keys: list[str], head: bytes) -> set[bytes]:

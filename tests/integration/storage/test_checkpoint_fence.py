@@ -35,7 +35,7 @@ def _graph(checkpointer: RedisCheckpointSaver) -> Any:
 
 
 def _config(fence: str | None = None, *, run: bool = False) -> dict[str, Any]:
-    """With `run`, as the runtime does: a run id, so the saver also writes the run locator."""
+    """With `run`, as the runtime does: a run id, so the saver also indexes the run."""
     configurable: dict[str, str] = {"thread_id": T}
     if fence is not None:
         configurable[FENCE_KEY] = fence
@@ -77,7 +77,7 @@ async def test_a_run_holding_the_lock_writes_its_checkpoints(
     stored = await saver.aget_tuple(_config())  # type: ignore[arg-type]
     assert stored is not None
     assert stored.checkpoint["channel_values"]["log"] == ["in", "step"]
-    assert await redis.exists(keys.checkpoint(T, "ridx")) == int(run)  # the locator path ran
+    assert await redis.exists(keys.checkpoint(T, "ridx")) == int(run)  # the run index was written
 
 
 @pytest.mark.parametrize("run", [False, True], ids=["no-run-id", "run-id"])
