@@ -20,11 +20,12 @@ from storage.connection import (
     maxmemory_policy,
     open_redis,
 )
+from storage.console_sessions import CONSOLE_SESSION_TTL_S, ConsoleSessions
 from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S, ContextRecords, ContextState
 from storage.dedupe import DEDUPE_TTL_S, Claim, Dedupe
 from storage.failure_log import FAILURES_KEPT, FAILURES_TTL_S, FailureLog, FailureRecord
 from storage.feedback import FeedbackStore, VoteChange
-from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull
+from storage.inbox import INBOX_MAX_LEN, Entry, Inbox, InboxFull, InboxSummary
 from storage.keys import Keys
 from storage.leases import LEASE_TTL_S, Leases
 from storage.links import (
@@ -74,6 +75,7 @@ from storage.usage import (
 from storage.warnings import PendingWarnings
 
 __all__ = [
+    "CONSOLE_SESSION_TTL_S",
     "CONTEXT_CACHE_TTL_S",
     "DEDUPE_TTL_S",
     "DEFAULT_MAX_CONNECTIONS",
@@ -95,6 +97,7 @@ __all__ = [
     "Accounts",
     "AlreadyLinked",
     "Claim",
+    "ConsoleSessions",
     "ContextRecords",
     "ContextState",
     "Dedupe",
@@ -106,6 +109,7 @@ __all__ = [
     "FencedOut",
     "Inbox",
     "InboxFull",
+    "InboxSummary",
     "InvalidAccountName",
     "Keys",
     "Leases",

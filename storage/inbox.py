@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
@@ -27,7 +28,7 @@ from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from switchboard.errors import StorageError
 from switchboard.state import Entry
 
-__all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "consumer_name"]
+__all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "InboxSummary", "consumer_name"]
 
 INBOX_MAX_LEN = 100_000  # unfinished entries; far beyond any burst a worker fleet drains
 GROUP = "workers"
@@ -59,6 +60,16 @@ return #claim - 6
 
 class InboxFull(StorageError):
     """Too much unfinished work: the message was not taken, the platform should redeliver."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboxSummary:
+    """The inbox fleet-wide, for an operator: how much work waits and since when."""
+
+    unfinished: int  # entries not yet answered or queued (read or not)
+    in_hand: int  # read by a worker and being handled
+    unread: int  # waiting for a free worker
+    oldest_at: float | None  # epoch seconds the oldest unfinished entry arrived (None: empty)
 
 
 def consumer_name() -> str:
@@ -205,6 +216,28 @@ class Inbox:
             return int(await self._r.xlen(self.key))
         except RedisError as exc:
             raise storage_error("inbox length", exc) from None
+
+    async def summary(self) -> InboxSummary:
+        """Length, the group's counters and the oldest entry's arrival, in one round trip."""
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.xlen(self.key)
+                pipe.xinfo_groups(self.key)
+                pipe.xrange(self.key, count=1)
+                length, groups, oldest = await pipe.execute(raise_on_error=False)
+        except RedisError as exc:
+            raise storage_error("inbox summary", exc) from None
+        if isinstance(length, RedisError):
+            raise storage_error("inbox summary", length)
+        named = groups if isinstance(groups, list) else []  # no stream yet: no group either
+        ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
+        first = oldest[0][0] if isinstance(oldest, list) and oldest else None
+        return InboxSummary(
+            unfinished=int(length or 0),
+            in_hand=int(ours.get("pending") or 0),
+            unread=int(ours.get("lag") or 0),
+            oldest_at=int(_text(first).partition("-")[0]) / 1000 if first else None,
+        )
 
 
 def _text(value: bytes | str) -> str:

@@ -18,7 +18,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `sb:inbox` is one stream, so one slot and one node carries the inbox (append, read, finish).
   That is a few commands per message, far below one node's capacity for the fleets this serves;
   sharding the inbox into N tagged streams is the follow-up if it ever becomes the hot node.
-- `sb:orphans`, `sb:failures`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+- `sb:orphans`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
   `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
   cluster client splits by slot).
 
@@ -68,6 +68,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{access}:links`                          | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
 | `sb:failures`                                | list   | 7 d after the last push, capped at 1000 | failure_log.py |
+| `sb:console:<sha256 of session id>`          | string | 8 h (CONSOLE_SESSION_TTL_S) | console_sessions.py |
 | `sb:{feedback}:votes`                        | hash   | none (votes past 90 d or 100,000 dropped on write) | feedback.py |
 | `sb:{feedback}:recent`                       | zset   | none (trimmed with the votes) | feedback.py   |
 | `sb:answer:{<platform>:<chat>}:<message_id>` | string | 30 d (ANSWER_TTL_S)        | feedback.py      |
@@ -218,6 +219,10 @@ class Keys:
     def answer(self, platform: str, chat_id: str, message_id: str) -> str:
         """Which run a bot message answered (JSON `[thread, run, asker]`), for reaction votes."""
         return f"{self.prefix}answer:{{{platform}:{chat_id}}}:{message_id}"
+
+    def console_session(self, digest: str) -> str:
+        """An operator console login, named by the digest of its id (never the id itself)."""
+        return f"{self.prefix}console:{digest}"
 
     def failures(self) -> str:
         """The recent failures users were given a reference id for (newest first, capped)."""

@@ -4,6 +4,7 @@ and comes back to another consumer when the one holding it stops."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import redis.asyncio as aioredis
@@ -242,3 +243,17 @@ async def test_touch_checks_and_claims_in_one_step_so_a_reclaim_cannot_slip_betw
     assert replies
     rows = await redis.xpending_range(keys.inbox(), GROUP, min="-", max="+", count=10)
     assert [r["consumer"].decode() for r in rows] == ["other"]
+
+
+async def test_summary_tells_what_waits_and_since_when(redis: aioredis.Redis, keys: Keys) -> None:
+    inbox = Inbox(redis, keys=keys)
+    empty = await inbox.summary()
+    assert (empty.unfinished, empty.in_hand, empty.unread, empty.oldest_at) == (0, 0, 0, None)
+    await inbox.ensure_group()
+    before = time.time()
+    for n in range(3):
+        await inbox.append(f"m{n}".encode())
+    await inbox.read(1, block_s=0.1)
+    found = await inbox.summary()
+    assert (found.unfinished, found.in_hand, found.unread) == (3, 1, 2)
+    assert found.oldest_at is not None and before - 1 <= found.oldest_at <= time.time() + 1
