@@ -7,6 +7,7 @@ are listed in `DemoChatModel`'s docstring.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 import time
@@ -28,6 +29,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from agent.attachments import split_content
+from agent.history_window import SUMMARY_MARKER
 from agent.quoted import CONTEXT_NAME, TAG
 from agent.reply import content_text, is_injected
 from agent.tools import CLARIFICATION_TOOL, SEND_FILE_TOOL, TIME_TOOL
@@ -62,6 +64,9 @@ _FILE_RE = re.compile(r"file\s+([\w.-]{1,64})")
 _SEND_RE = re.compile(r"send\s+(\S{1,200})")
 _SUMMARY_RE = re.compile(r"(summari[sz]e|what did i miss)[?.!]*")
 _STAMP_RE = re.compile(r"^\[[^\]]*UTC\] ")
+_SAID_RE = re.compile(r'<message type="human">(.*?)</message>', re.DOTALL)
+_SUMMARY_COUNT_RE = re.compile(r"Summary of (\d+) earlier messages\.")
+_BEGAN = "It began with: "
 DEMO_FILE_TEXT = "Hello from the demo agent.\n"
 
 _WORDS = [
@@ -127,7 +132,8 @@ class DemoChatModel(BaseChatModel):
       (N above MAX_DEMO_CHARS, for either: a one-line refusal instead)
     - `slow S` -> waits S seconds (float), then "Done after S s." (S at most MAX_DEMO_DELAY_S)
     - `drip N` -> "w1 w2 … wN" (N at most MAX_DRIP_WORDS), written a word every DRIP_EVERY_S
-    - `recall` -> "You first said: <first human message text of the thread>"
+    - `recall` -> "You first said: <first human message text of the thread>" (after a summary,
+      the beginning it carried over)
     - contains `time` -> calls `current_time`, then answers "It is <tool result>."
     - starts with `choose` -> calls `ask_clarification(question="Which one do you mean?",
       options=["alpha", "beta", "gamma"], clarification_type="approach_choice",
@@ -141,6 +147,10 @@ class DemoChatModel(BaseChatModel):
     - `summarise` / `summarize` / `what did I miss` (optional `?` or `.`) -> "Earlier here:
       <sender>: <their first 8 words>; …" for each message of the quoted conversation shown
       before this turn's message (`agent.quoted`), or "I see no earlier messages here."
+    - a summary request of the history window (`agent.history_window`: its text holds
+      SUMMARY_MARKER) -> "Summary of N earlier messages.\nIt began with: <first 12 words>\n
+      Lately: <a>; <b>; <c>" (the last three human messages, 8 words each), N and the beginning
+      carried over from an earlier summary among the messages; checked before every other rule
     - `boom` -> raises RuntimeError
     - a message with files (`agent.attachments` blocks) and no rule above -> one sentence per
       file: "I see an image (WxH)." / "I read <name>: <its first 8 words>" / "I heard <name>:
@@ -259,6 +269,8 @@ def _script(messages: Sequence[BaseMessage]) -> _Step:
         return _Step(text="You said: ")
     words, notes, _ = split_content(messages[start].content)
     text = words.strip()
+    if SUMMARY_MARKER in text:
+        return _Step(text=_history_summary(text))
     low = text.lower()
     results = [m for m in messages[start + 1 :] if isinstance(m, ToolMessage)]
 
@@ -362,10 +374,37 @@ def _summary(before: Sequence[BaseMessage]) -> str:
     return "Earlier here: " + "; ".join(said).rstrip(".") + "."
 
 
+def _history_summary(request: str) -> str:
+    """The demo's summary: bounded, whatever the history, and carrying the beginning over."""
+    said = [html.unescape(m).strip() for m in _SAID_RE.findall(request)]
+    count, began, recent = 0, "", []
+    for text in said:
+        if match := _SUMMARY_COUNT_RE.search(text):
+            count += int(match.group(1))
+            began = began or _began(text)
+            continue
+        count += 1
+        began = began or " ".join(text.split()[:12])
+        recent.append(" ".join(text.split()[:8]))
+    return (
+        f"Summary of {count} earlier messages.\n{_BEGAN}{began}\nLately: {'; '.join(recent[-3:])}"
+    )
+
+
+def _began(summary: str) -> str:
+    for line in summary.splitlines():
+        if line.startswith(_BEGAN):
+            return line[len(_BEGAN) :]
+    return ""
+
+
 def _first_human_text(messages: Sequence[BaseMessage]) -> str:
     for message in messages:
         if isinstance(message, HumanMessage) and not is_injected(message):
-            return content_text(message.content).strip()
+            text = content_text(message.content).strip()
+            if message.additional_kwargs.get("lc_source") == "summarization":
+                return _began(text) or text
+            return text
     return ""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import signal
 import socket
@@ -143,6 +144,7 @@ async def build_core(
         client,
         prefix=settings.redis_prefix,
         ttl_s=settings.checkpoint_ttl_days * 24 * 3600 if settings.checkpoint_ttl_days else None,
+        keep=settings.checkpoints_keep,
     )
     tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
     spans_inline_when_untraced(tracing)
@@ -174,6 +176,16 @@ async def build_core(
         ),
         files_dir=files_dir,
         max_image_pixels=settings.max_image_pixels,
+        history_tokens=settings.history_tokens,
+        summary_model=functools.partial(
+            build_model,
+            settings.summary_model,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=_secret(settings.openai_api_key),
+            anthropic_api_key=_secret(settings.anthropic_api_key),
+        )
+        if settings.summary_model
+        else None,
     )
     usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)

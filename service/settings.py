@@ -136,6 +136,16 @@ class Settings(BaseSettings):
     checkpoint_ttl_days: int = Field(
         90, ge=0, validation_alias=_env("SWITCHBOARD_CHECKPOINT_TTL_DAYS")
     )
+    checkpoints_keep: int = Field(
+        0, ge=0, le=1000, validation_alias=_env("SWITCHBOARD_CHECKPOINTS_KEEP")
+    )
+    """Checkpoints a thread keeps before its latest (pruned on every write)."""
+    history_tokens: int = Field(
+        24_000, ge=0, le=10_000_000, validation_alias=_env("SWITCHBOARD_HISTORY_TOKENS")
+    )
+    """The built-in agent's history window: past it, older turns are summarised (0 = off)."""
+    summary_model: str = Field("", validation_alias=_env("SWITCHBOARD_SUMMARY_MODEL"))
+    """`provider:model` writing those summaries; empty: `SWITCHBOARD_MODEL`."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", validation_alias=_env("SWITCHBOARD_LOG_LEVEL")
     )

@@ -1,7 +1,9 @@
 """The built-in agent (`SWITCHBOARD_AGENT=builtin`): `create_agent` with our tools and middleware.
 
-The graph is compiled once with the model, the built-in tools plus any MCP tools, one model-call
-middleware (thread repair around loop detection) and the Redis checkpointer; turns run through
+The graph is compiled once with the model, the built-in tools plus any MCP tools, the history
+window (`agent.history_window`, a summarising `before_model` step that runs after any middleware
+adding messages to the request's state, so it sees them), one model-call middleware (thread repair
+around loop detection) and the Redis checkpointer; turns run through
 `LocalGraphRunner`. Reloading MCP tools (the admin API changed the config) compiles a new graph
 and swaps it in; runs already going finish on the old one.
 """
@@ -19,6 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agent.attachments import MAX_IMAGE_PIXELS, LeanAttachmentsMiddleware
 from agent.backends.local import LocalGraphRunner
+from agent.history_window import history_window
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
 from agent.mcp import McpServerStatus, load_mcp_tools
 from agent.middleware import TurnMiddleware
@@ -49,8 +52,12 @@ class BuiltinAgent(LocalGraphRunner):
         price: ModelPrice | None = None,
         files_dir: Path | None = None,
         max_image_pixels: int = MAX_IMAGE_PIXELS,
+        history_tokens: int = 0,
+        summary_model: BaseChatModel | None = None,
     ) -> None:
-        """`clear_stale_warnings=False` when every turn is started through a caller that already
+        """`history_tokens`: the history window (0: the whole thread goes to the model), with
+        summaries written by `summary_model` (default: `model`).
+        `clear_stale_warnings=False` when every turn is started through a caller that already
         drops earlier runs' warnings with the thread lock (the manager's `TurnGate.begin`).
         `price` costs model calls whose provider reports no cost (`TurnResult.usage`).
         `files_dir`: the outbound-file directory `send_file` reads paths in (`agent.sandbox`);
@@ -63,6 +70,8 @@ class BuiltinAgent(LocalGraphRunner):
             "system_prompt": system_prompt,
             "tracing": tracing,
             "files_dir": files_dir,
+            "history_tokens": history_tokens,
+            "summary_model": summary_model,
         }
         self._extra = tuple(extra_tools)
         self._mcp: tuple[McpServerStatus, ...] = ()
@@ -79,6 +88,7 @@ class BuiltinAgent(LocalGraphRunner):
             files_dir=files_dir,
             max_image_pixels=max_image_pixels,
         )
+        self.steers = True  # its model-call middleware takes steered messages
 
     def mcp_servers(self) -> tuple[McpServerStatus, ...]:
         """Each configured MCP server and what it gave (or why it was skipped)."""
@@ -102,14 +112,21 @@ def build_builtin_graph(
     tracing: TracingConfig | None = None,
     extra_tools: Sequence[BaseTool] = (),
     files_dir: Path | None = None,
+    history_tokens: int = 0,
+    summary_model: BaseChatModel | None = None,
 ) -> tuple[Any, tuple[str, ...]]:
     """The compiled graph and the names of the tools it offers (built-in first)."""
     tools = _unique([*builtin_tools(files_dir), *extra_tools])
+    window = history_window(model, tokens=history_tokens, summary_model=summary_model)
     graph: Any = create_agent(
         model,
         tools=tools,
         system_prompt=system_prompt,
-        middleware=[LeanAttachmentsMiddleware(), TurnMiddleware(ThreadRepairMiddleware(), loops)],
+        middleware=[
+            LeanAttachmentsMiddleware(),
+            *([window] if window is not None else []),
+            TurnMiddleware(ThreadRepairMiddleware(), loops),
+        ],
         checkpointer=checkpointer,
     )
     if tracing is not None and tracing.callbacks:

@@ -51,9 +51,12 @@ async def build_agent_backend(
     transcriber: Transcriber | None = None,
     files_dir: Path | None = None,
     max_image_pixels: int = MAX_IMAGE_PIXELS,
+    history_tokens: int = 0,
+    summary_model: Callable[[], BaseChatModel] | None = None,
 ) -> AgentBackend:
     """The backend, ready to run turns; raises `ConfigError` (one line) when it cannot be.
-    `files_dir` is the checked outbound-file directory (`agent.sandbox.prepare_files_dir`)."""
+    `files_dir` is the checked outbound-file directory (`agent.sandbox.prepare_files_dir`);
+    `history_tokens` and `summary_model` are the built-in agent's history window."""
     backend: AgentBackend
     if spec.kind == "remote":
         backend = RemoteGraphRunner(url=spec.target, assistant=assistant, threads=remote_threads)
@@ -87,6 +90,8 @@ async def build_agent_backend(
             price=price,
             files_dir=files_dir,
             max_image_pixels=max_image_pixels,
+            history_tokens=history_tokens,
+            summary_model=summary_model() if summary_model and history_tokens else None,
         )
         if mcp_config and mcp_config.get("mcpServers"):
             await builtin.load_mcp(mcp_config)
