@@ -43,6 +43,7 @@ import channels.metrics  # noqa: F401 - /metrics must list ours even before any 
 from agent import McpConfigFile
 from channels.usage import UsageDesk
 from service.admin_auth import AdminAuth, Verdict
+from service.console import ConsoleSources, add_console
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
 from service.mcp_api import McpReloader, add_mcp_admin
 from service.settings import Settings
@@ -280,6 +281,7 @@ def build_http_app(
     mcp_file: McpConfigFile | None = None,
     mcp_agent: McpReloader | None = None,
     status: Callable[[], dict[str, object]] | None = None,
+    console: ConsoleSources | None = None,
 ) -> FastAPI:
     # The API description is for operators: off unless an admin key says one is running this.
     documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
@@ -370,7 +372,11 @@ def build_http_app(
         return Deleted(deleted=link_id)
 
     _add_link_page(app, accounts=accounts, links=links)
-    admin = _admin_guard(settings)  # one guard, so wrong keys count across every admin route
+    # One key checker, so wrong keys count across every admin route and the console's login.
+    auth = AdminAuth(settings.admin_key.get_secret_value() if settings.admin_key else "")
+    admin = _admin_guard(auth)
+    if console is not None:
+        add_console(app, console, auth=auth)
     if usage is not None:
         admin_codes = (400, 401, 422, 429, 503)
         add_usage_admin(
@@ -514,12 +520,11 @@ def _add_ops(
         return settings.public_view()
 
 
-def _admin_guard(settings: Settings) -> Callable[..., Awaitable[None]]:
+def _admin_guard(auth: AdminAuth) -> Callable[..., Awaitable[None]]:
     """A dependency admitting only `Authorization: Bearer <SWITCHBOARD_ADMIN_KEY>`, from an
     address not locked out for wrong keys (`service/admin_auth.py`), with a body no deeper than
     the public endpoints accept."""
     admin_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <admin key>")
-    auth = AdminAuth(settings.admin_key.get_secret_value() if settings.admin_key else "")
 
     async def require_admin(
         request: Request,

@@ -1,0 +1,225 @@
+"""The console's pages: overview, failures, accounts, links and usage, each a GET that shows and
+POSTs that change, through the stores and desks the JSON admin API and the CLI call."""
+
+from __future__ import annotations
+
+import structlog
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, Response
+
+from channels.usage import usd_to_micros
+from service.admin_auth import AdminAuth
+from service.console.auth import Guarded, Visit, add_login
+from service.console.overview import read_overview
+from service.console.pages import page
+from service.console.signing import Signer
+from service.console.sources import ConsoleSources
+from service.limits import check_limit_usd
+from service.usage_api import check_user
+from storage import AccountError, LinkError, UsageLimits, is_wellformed_id
+
+__all__ = ["add_console"]
+
+_log = structlog.get_logger(__name__)
+
+
+def add_console(app: FastAPI, src: ConsoleSources, *, auth: AdminAuth) -> None:
+    """`/admin` and its pages; without an admin key, one page saying how to turn it on. `auth`
+    is the JSON admin API's own checker, so wrong keys count across both."""
+    key = src.settings.admin_key.get_secret_value() if src.settings.admin_key else ""
+    if not key:
+
+        @app.get("/admin", include_in_schema=False)
+        async def disabled() -> HTMLResponse:
+            return page(
+                "message.html",
+                title="Console disabled",
+                message="Set SWITCHBOARD_ADMIN_KEY to turn on the operator console.",
+                status=404,
+            )
+
+        return
+    guard = add_login(app, src, Signer(key), auth)
+    for path, handler in (
+        ("/admin", _overview(src)),
+        ("/admin/failures", _failures(src)),
+        ("/admin/accounts", _accounts(src)),
+        ("/admin/links", _links(src)),
+        ("/admin/usage", _usage(src)),
+    ):
+        guard(path, handler)
+
+
+def _overview(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        return page(
+            "overview.html",
+            title="Overview",
+            here="/admin",
+            csrf=visit.csrf,
+            o=await read_overview(src),
+        )
+
+    return show
+
+
+def _failures(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        ref = visit.get("ref")
+        found = await (src.failures.find(ref) if ref else src.failures.recent(100))
+        return page(
+            "failures.html",
+            title="Failures",
+            here="/admin/failures",
+            csrf=visit.csrf,
+            ref=ref,
+            failures=found,
+        )
+
+    return show
+
+
+def _accounts(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        notice = error = new_key = ""
+        status = 200
+        action, name = visit.get("action"), visit.get("name")
+        if visit.request.method == "POST":
+            try:
+                if action == "create":
+                    new_key = await src.accounts.create(name)
+                    notice = f"Account {name} created."
+                    _log.info("console.account_created", account=name)
+                elif action == "revoke":
+                    await src.accounts.revoke(name)
+                    notice = f"Account {name} revoked: its API key no longer works."
+                    _log.info("console.account_revoked", account=name)
+                else:
+                    error, status = "Unknown action.", 400
+            except AccountError as exc:
+                error, status = str(exc), 409 if "exists" in str(exc) else 400
+        return page(
+            "accounts.html",
+            title="Accounts",
+            here="/admin/accounts",
+            csrf=visit.csrf,
+            accounts=await src.accounts.list(),
+            new_key=new_key,
+            new_name=name if new_key else "",
+            notice=notice,
+            error=error,
+            status=status,
+        )
+
+    return show
+
+
+def _links(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        notice = error = ""
+        status = 200
+        if visit.request.method == "POST":
+            action = visit.get("action")
+            try:
+                if action == "confirm":
+                    notice = await _confirm(src, visit.get("token"), visit.get("account"))
+                elif action == "delete":
+                    link = await src.links.delete(visit.get("account"), visit.get("link_id"))
+                    notice = f"Link to {link.target_name or link.target_id} deleted."
+                    _log.info("console.link_deleted", platform=link.platform)
+                else:
+                    error, status = "Unknown action.", 400
+            except (LinkError, AccountError) as exc:
+                error, status = str(exc), 400
+        accounts = await src.accounts.list()
+        return page(
+            "links.html",
+            title="Links",
+            here="/admin/links",
+            csrf=visit.csrf,
+            links=await src.links.list(),
+            accounts=[a.name for a in accounts if a.active],
+            notice=notice,
+            error=error,
+            status=status,
+        )
+
+    return show
+
+
+async def _confirm(src: ConsoleSources, token_or_url: str, account: str) -> str:
+    """The CLI's `links confirm`: a token or the whole link URL, for an active account."""
+    token = token_or_url.rstrip("/").rsplit("/", 1)[-1]
+    if not is_wellformed_id(token):
+        raise LinkError("malformed token: paste the link URL or its last part")
+    found = await src.accounts.get(account)
+    if found is None or not found.active:
+        raise AccountError(f"no active account named {account!r}")
+    link = await src.links.confirm(token, account)
+    _log.info("console.link_confirmed", kind=str(link.kind), platform=link.platform)
+    return (
+        f"Linked {link.target_name or link.target_id} ({link.kind} link, {link.platform}) "
+        f"to account {link.account}."
+    )
+
+
+def _usage(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        notice = error = ""
+        status = 200
+        report = None
+        platform, user_id = visit.get("platform"), visit.get("user_id")
+        if src.usage is None:
+            error = "Usage is not tracked by this process."
+        elif platform or user_id:
+            try:
+                platform = check_user(platform, user_id)
+                if visit.request.method == "POST":
+                    notice = await _change_usage(src, visit, platform, user_id)
+                report = await src.usage.report(platform, user_id)
+            except ValueError as exc:
+                error, status = str(exc), 422
+        return page(
+            "usage.html",
+            title="Usage",
+            here="/admin/usage",
+            csrf=visit.csrf,
+            platforms=("telegram", "slack", "discord", "console"),
+            platform=platform,
+            user_id=user_id,
+            report=report,
+            notice=notice,
+            error=error,
+            status=status,
+        )
+
+    return show
+
+
+def _usd(field: str, raw: str) -> int | None:
+    """A limit field: blank = the configured default; else the JSON API's range check."""
+    if not raw:
+        return None
+    try:
+        usd = float(raw)
+    except ValueError:
+        raise ValueError(f"{field}: not a number") from None
+    try:
+        return usd_to_micros(check_limit_usd(usd))
+    except ValueError as exc:
+        raise ValueError(f"{field} {exc}") from None
+
+
+async def _change_usage(src: ConsoleSources, visit: Visit, platform: str, user_id: str) -> str:
+    assert src.usage is not None
+    action = visit.get("action")
+    if action == "reset":
+        weekly = visit.get("window") == "week"
+        await src.usage.reset(platform, user_id, weekly=weekly)
+        return "This week's and today's spend reset." if weekly else "Today's spend reset."
+    if action == "limits":
+        daily = _usd("daily limit", visit.get("daily_usd"))
+        weekly = _usd("weekly limit", visit.get("weekly_usd"))
+        await src.usage.set_limits(platform, user_id, UsageLimits(daily, weekly))
+        return "Limits saved."
+    raise ValueError("unknown action")
