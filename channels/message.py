@@ -32,6 +32,7 @@ __all__ = [
     "NativeCommand",
     "Platform",
     "ReplyTarget",
+    "Vote",
     "conversation_key",
     "parse_conversation_key",
 ]
@@ -74,6 +75,17 @@ class ButtonPress:
     question_id: str
     option_index: int
     interaction_id: str = ""  # platform handle needed to answer the press (callback query id, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """A 👍/👎 on a bot answer: a feedback button, which carries the answer's run id, or a
+    reaction, which names the message (the manager finds its run and asker)."""
+
+    value: str  # "up", "down", or "" when a reaction was taken back
+    run_id: str = ""
+    message_id: str = ""  # the bot message voted on
+    interaction_id: str = ""  # the press or update that carried it (each one is new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +138,7 @@ class InboundMessage:
     sent_at: float = 0.0  # when the platform says it was sent (epoch seconds; 0 = not known)
     quoted: tuple[ContextMessage, ...] = ()  # what it replies to, as the event carried it
     observed: bool = False  # not addressed to the bot: only recorded as context, never answered
+    vote: Vote | None = None  # a rating of an answer, not words for the agent
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property
@@ -146,6 +159,8 @@ class InboundMessage:
         base = f"{self.chat_id}:{self.provider_message_id}"
         if self.button is not None:
             base = f"press:{self.button.interaction_id or base}"
+        if self.vote is not None:
+            base = f"vote:{self.vote.interaction_id or base}"
         return (base, *self.event_ids)
 
 

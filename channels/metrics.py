@@ -13,6 +13,7 @@ __all__ = [
     "CONTEXT_READS",
     "DEDUPE_HITS",
     "ERRORS",
+    "FEEDBACK",
     "INGRESS_PAUSES",
     "INGRESS_WAITING",
     "MESSAGES_IN",
@@ -76,4 +77,9 @@ CONTEXT_OBSERVED = Counter(
     "switchboard_context_observed_total",
     "Group messages recorded as context without being answered (SWITCHBOARD_TELEGRAM_OBSERVE)",
     ["platform"],
+)
+FEEDBACK = Counter(
+    "switchboard_feedback_total",
+    "Votes on answers (👍 up, 👎 down) cast or changed (SWITCHBOARD_FEEDBACK)",
+    ["platform", "value"],
 )

@@ -12,7 +12,14 @@ import json
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from channels.message import (
+    Attachment,
+    ButtonPress,
+    InboundMessage,
+    NativeCommand,
+    Platform,
+    Vote,
+)
 from switchboard.conversation import ContextMessage
 
 __all__ = ["CorruptPayload", "decode_message", "encode_message"]
@@ -44,6 +51,8 @@ def decode_message(payload: bytes | str) -> InboundMessage:
         known["quoted"] = tuple(ContextMessage.from_dict(q) for q in known.get("quoted") or ())
         button = known.get("button")
         known["button"] = ButtonPress(**_only(ButtonPress, button)) if button else None
+        vote = known.get("vote")
+        known["vote"] = Vote(**_only(Vote, vote)) if vote else None
         native = known.get("native")
         known["native"] = NativeCommand(**_only(NativeCommand, native)) if native else None
         return InboundMessage(**known)
