@@ -18,7 +18,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `sb:inbox` is one stream, so one slot and one node carries the inbox (append, read, finish).
   That is a few commands per message, far below one node's capacity for the fleets this serves;
   sharding the inbox into N tagged streams is the follow-up if it ever becomes the hot node.
-- `sb:orphans`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:cprun:<run_id>`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+- `sb:orphans`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
   `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
   cluster client splits by slot).
 
@@ -49,13 +49,12 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:qid:<question_id>`                       | string | the question's expiry      | questions.py     |
 | `sb:rate:{<platform>:<sender_id>}`           | zset   | rate window                | ratelimit.py     |
 | `sb:rate:notice:{<platform>:<sender_id>}`    | string | rate window                | ratelimit.py     |
-| `sb:{<thread_id>}:cp:idx`                    | zset   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:{<thread_id>}:cp:chk`                    | hash   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:{<thread_id>}:cp:blob`                   | hash   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:{<thread_id>}:cp:wr`                     | hash   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:{<thread_id>}:cp:widx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:{<thread_id>}:cp:ridx`                   | zset   | optional whole-thread TTL  | checkpoint.py    |
-| `sb:cprun:<run_id>`                          | set    | thread TTL, from its run   | checkpoint.py    |
+| `sb:{<thread_id>}:cp:idx`                    | zset   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
+| `sb:{<thread_id>}:cp:chk`                    | hash   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
+| `sb:{<thread_id>}:cp:blob`                   | hash   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
+| `sb:{<thread_id>}:cp:wr`                     | hash   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
+| `sb:{<thread_id>}:cp:widx`                   | zset   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
+| `sb:{<thread_id>}:cp:ridx`                   | zset   | checkpoint TTL (90 d), whole thread; pruned on write | checkpoint.py |
 | `sb:{access}:account:<name>`                 | hash   | none                       | accounts.py      |
 | `sb:{access}:accounts`                       | zset   | none (score = created at)  | accounts.py      |
 | `sb:{access}:apikey:<sha256 of key>`         | string | none (deleted on revoke)   | accounts.py      |
@@ -168,11 +167,9 @@ class Keys:
         return f"{self.prefix}rate:notice:{{{platform}:{sender_id}}}"
 
     def checkpoint(self, thread_id: str, suffix: str) -> str:
+        """One of a thread's six checkpoint keys: pruned on write to the latest checkpoint plus
+        SWITCHBOARD_CHECKPOINTS_KEEP, expired whole after SWITCHBOARD_CHECKPOINT_TTL_DAYS."""
         return self.thread(thread_id, f"cp:{suffix}")
-
-    def checkpoint_run(self, run_id: str) -> str:
-        """Thread ids holding checkpoints of one run (delete_for_runs has no thread id)."""
-        return f"{self.prefix}cprun:{run_id}"
 
     def access(self, suffix: str) -> str:
         """An account, API key, link token or link: all in the `{access}` slot, because creating
