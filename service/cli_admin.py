@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from service.cli_feedback import add_feedback_commands
 from service.cli_usage import add_usage_commands
 from service.settings import Settings, load_settings
 from storage import (
@@ -70,6 +71,7 @@ def add_admin_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     delete.set_defaults(func=_command(_links_delete))
 
     add_usage_commands(subparsers)
+    add_feedback_commands(subparsers)
 
 
 def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:

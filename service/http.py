@@ -44,6 +44,7 @@ from agent import McpConfigFile
 from channels.usage import UsageDesk
 from service.admin_auth import AdminAuth, Verdict
 from service.console import ConsoleSources, add_console
+from service.feedback_api import add_feedback_admin
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
 from service.mcp_api import McpReloader, add_mcp_admin
 from service.settings import Settings
@@ -52,6 +53,7 @@ from storage import (
     Account,
     Accounts,
     AlreadyLinked,
+    FeedbackStore,
     Link,
     LinkError,
     LinkKind,
@@ -282,6 +284,7 @@ def build_http_app(
     mcp_agent: McpReloader | None = None,
     status: Callable[[], dict[str, object]] | None = None,
     console: ConsoleSources | None = None,
+    feedback: FeedbackStore | None = None,
 ) -> FastAPI:
     # The API description is for operators: off unless an admin key says one is running this.
     documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
@@ -384,6 +387,13 @@ def build_http_app(
             usage=usage,
             admin=admin,
             responses={code: {"model": ErrorBody} for code in admin_codes},
+        )
+    if feedback is not None:
+        add_feedback_admin(
+            app,
+            votes=feedback,
+            admin=admin,
+            responses={code: {"model": ErrorBody} for code in (401, 422, 429, 503)},
         )
     add_mcp_admin(
         app,

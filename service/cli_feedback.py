@@ -1,0 +1,72 @@
+"""Operator command for votes on answers: `switchboard feedback list [--since WHEN] [--limit N]`.
+
+One line per vote, newest first, tab-separated for `cut` and `awk`: platform, user, value (`up` or
+`down`), time (UTC, ISO 8601), then the answer's run id. Exit codes follow `cli_admin`: 2 for
+settings or storage, 1 for a refused request (an unreadable `--since`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+
+from switchboard.errors import ConfigError, StorageError
+from switchboard.feedback import VoteRecord
+
+__all__ = ["add_feedback_commands", "format_vote"]
+
+
+def add_feedback_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    feedback = subparsers.add_parser("feedback", help="votes people gave the bot's answers")
+    sub = feedback.add_subparsers(dest="feedback_command", metavar="COMMAND", required=True)
+    listing = sub.add_parser("list", help="recent votes, newest first, one per line")
+    listing.add_argument(
+        "--since", default="", help="ISO date or time, epoch seconds, or 7d/24h/30m ago"
+    )
+    listing.add_argument("--limit", type=int, default=1000, help="at most this many (1-10000)")
+    listing.set_defaults(func=_list)
+
+
+def format_vote(vote: VoteRecord) -> str:
+    at = datetime.fromtimestamp(vote.at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return "\t".join((vote.platform, vote.user_id, str(vote.value), at, vote.run_id))
+
+
+def _list(args: argparse.Namespace) -> int:
+    from service.feedback_api import parse_since
+
+    try:
+        since = parse_since(args.since) if args.since else 0.0
+        if not 1 <= args.limit <= 10_000:
+            raise ValueError("--limit must be 1 to 10000")
+    except ValueError as exc:
+        _fail(str(exc))
+        return 1
+    try:
+        votes = asyncio.run(_recent(since, args.limit))
+    except (ConfigError, StorageError) as exc:
+        _fail(str(exc))
+        return 2
+    for vote in votes:
+        print(format_vote(vote))
+    return 0
+
+
+async def _recent(since: float, limit: int) -> list[VoteRecord]:
+    from service.cli_admin import store_url
+    from service.settings import load_settings
+    from storage import FeedbackStore, Keys, open_redis
+
+    settings = load_settings()
+    async with open_redis(
+        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
+    ) as client:
+        return await FeedbackStore(client, keys=Keys(settings.redis_prefix)).recent(
+            since=since, limit=limit
+        )
+
+
+def _fail(message: str) -> None:
+    print(f"switchboard: {message}", file=sys.stderr)
