@@ -59,9 +59,12 @@ class Delivered:
 
 
 class ReplyDelivery:
-    def __init__(self, *, questions: QuestionDesk, responder: Responder) -> None:
+    def __init__(
+        self, *, questions: QuestionDesk, responder: Responder, votes: bool = False
+    ) -> None:
         self._questions = questions
         self._say = responder
+        self._votes = votes  # a final answer carries 👍/👎 where the platform's votes are buttons
 
     async def deliver(
         self,
@@ -75,6 +78,8 @@ class ReplyDelivery:
         assert target is not None
         out = Delivered(chat_id=target.chat_id)
         pieces, last = record.pieces, len(record.pieces) - 1
+        if self._votes and session.adapter.capabilities.votes == "buttons":
+            pieces = _rated(pieces, record.run_id)
         start = 0
         stream, session.stream = session.stream, None
         if stream is not None:
@@ -134,6 +139,19 @@ class ReplyDelivery:
             return await adapter.send(target, [Chunk(text=text, plain=text)])
         ids = await send_turn_files(adapter, target, [file], self._say)
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
+
+
+def _rated(pieces: tuple[Piece, ...], run_id: str) -> tuple[Piece, ...]:
+    """The answer's last reply chunk marked with its run, so the adapter puts the feedback
+    buttons under it; an answer of no run (stopped, an error line) is not rated."""
+    chunks = [i for i, p in enumerate(pieces) if p.kind == "chunk" and p.chunk is not None]
+    if not run_id or not chunks:
+        return pieces
+    i = chunks[-1]
+    chunk = pieces[i].chunk
+    assert chunk is not None
+    rated = replace(pieces[i], chunk=replace(chunk, vote_run=run_id))
+    return (*pieces[:i], rated, *pieces[i + 1 :])
 
 
 def _leading_chunks(pieces: tuple[Piece, ...]) -> int:
