@@ -53,7 +53,7 @@ from storage.questions import PendingQuestion, PendingQuestions
 from storage.ratelimit import RateDecision, RateLimiter
 from storage.remote_threads import RemoteThreads
 from storage.send_windows import SendWindow, SendWindows
-from storage.thread_map import THREAD_TTL_S, ThreadMap
+from storage.thread_map import THREAD_TTL_S, Conversation, ThreadMap
 from storage.thread_queue import (
     QUEUE_CAP,
     Ledger,
@@ -100,6 +100,7 @@ __all__ = [
     "ConsoleSessions",
     "ContextRecords",
     "ContextState",
+    "Conversation",
     "Dedupe",
     "EmbeddedValkey",
     "Entry",

@@ -7,7 +7,9 @@ continues its thread while the conversation is alive.
 
 from __future__ import annotations
 
+import time
 import uuid
+from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
@@ -15,7 +17,7 @@ from redis.exceptions import RedisError
 from storage.failures import storage_error
 from storage.keys import Keys
 
-__all__ = ["THREAD_TTL_S", "ThreadMap"]
+__all__ = ["THREAD_TTL_S", "Conversation", "ThreadMap"]
 
 THREAD_TTL_S = 30 * 24 * 3600  # Longer than any platform's auto-reply window; refreshed on use.
 
@@ -30,6 +32,15 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return ARGV[1]
 """
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A conversation as the operator console lists it."""
+
+    key: str  # the conversation key (`tg:<chat>`, `slack:<team>:<channel>:<thread>`, …)
+    thread_id: str
+    active_at: float  # when a message last resolved it (epoch seconds)
 
 
 def new_thread_id() -> str:
@@ -99,3 +110,32 @@ class ThreadMap:
         except RedisError as exc:
             raise storage_error("reply lookup", exc) from None
         return raw.decode() if raw is not None else None
+
+    async def recent(self, *, limit: int = 50, scan_most: int = 5000) -> list[Conversation]:
+        """The most recently active conversations, for an operator; nothing is written per turn
+        for it. Every message refreshes its mapping's TTL, so the time left tells when it was
+        last used. Looks at no more than `scan_most` mappings (SCAN, on every node of a cluster):
+        on a larger store this is the most recent of a sample, not of all."""
+        prefix = self._keys.conversation("")
+        try:
+            found: list[str] = []
+            async for key in self._r.scan_iter(match=f"{prefix}*", count=1000):
+                found.append(key.decode() if isinstance(key, bytes) else key)
+                if len(found) >= scan_most:
+                    break
+            rows: list[object] = []
+            for start in range(0, len(found), 500):
+                async with self._r.pipeline(transaction=False) as pipe:
+                    for key in found[start : start + 500]:
+                        pipe.get(key)
+                        pipe.ttl(key)
+                    rows.extend(await pipe.execute())
+        except RedisError as exc:
+            raise storage_error("conversation list", exc) from None
+        now = time.time()
+        listed = [
+            Conversation(key[len(prefix) :], thread.decode(), now - (self._ttl - int(ttl)))
+            for key, thread, ttl in zip(found, rows[0::2], rows[1::2], strict=True)
+            if isinstance(thread, bytes) and isinstance(ttl, int) and ttl > 0
+        ]
+        return sorted(listed, key=lambda c: c.active_at, reverse=True)[:limit]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import redis.asyncio as aioredis
 
@@ -113,3 +114,21 @@ async def test_a_custom_ttl_is_used_for_every_mapping(redis: aioredis.Redis, key
     await threads.remember_messages("tg", "1", ["9"], thread_id)
     for key in (keys.conversation("tg:1"), keys.message("tg", "1", "9")):
         assert 2 * _DAY - 60 <= await redis.ttl(key) <= 2 * _DAY
+
+
+async def test_recent_lists_conversations_by_their_last_message(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    threads = ThreadMap(redis, keys=keys, ttl_s=3600)
+    first = await threads.resolve("tg:1")
+    second = await threads.resolve("slack:T1:C1:100.1")
+    await redis.expire(keys.conversation("tg:1"), 3600 - 600)  # as if last used 10 minutes ago
+    listed = await threads.recent()
+    assert [(c.key, c.thread_id) for c in listed] == [
+        ("slack:T1:C1:100.1", second),
+        ("tg:1", first),
+    ]
+    assert 590 <= time.time() - listed[1].active_at <= 700
+    await redis.expire(keys.conversation("slack:T1:C1:100.1"), 3600 - 60)
+    await threads.resolve("tg:1")  # a new message makes it the most recent again
+    assert [c.key for c in await threads.recent(limit=1)] == ["tg:1"]
