@@ -112,8 +112,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
         add_admin_commands(sub)
     from service.cli_slack import add_slack_commands
+    from service.cli_store import add_store_commands
 
     add_slack_commands(sub)
+    add_store_commands(sub)
     return parser
 
 
