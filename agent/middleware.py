@@ -1,8 +1,9 @@
-"""The agent's one model-call middleware: thread repair around loop detection.
+"""The agent's one model-call middleware: steering, then thread repair around loop detection.
 
 LangChain wraps every middleware's `wrap_model_call` hook in a langsmith span, and an async span
-costs two thread-pool hops per model call even with tracing off. Stacking our two hooks as one
-keeps that to a single span per call; the logic stays in `repair.py` and `loop_detection.py`.
+costs two thread-pool hops per model call even with tracing off. Stacking our hooks as one keeps
+that to a single span per call; the logic stays in `steer.py`, `repair.py` and
+`loop_detection.py`. Steering is async only: the manager runs every turn with `ainvoke`/`astream`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 
 from agent.loop_detection import LoopDetectionMiddleware
 from agent.repair import ThreadRepairMiddleware
+from agent.steer import take_steered, with_steered
 
 __all__ = ["TurnMiddleware"]
 
@@ -42,6 +44,10 @@ class TurnMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        return await self._repair.awrap_model_call(
+        steered = await take_steered()
+        if steered:
+            request = request.override(messages=[*request.messages, *steered])
+        response = await self._repair.awrap_model_call(
             request, lambda inner: self._loops.awrap_model_call(inner, handler)
         )
+        return with_steered(response, steered)  # type: ignore[no-any-return]

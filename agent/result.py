@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from switchboard.conversation import ContextMessage
@@ -11,6 +11,8 @@ __all__ = ["FileData", "ModelCall", "Question", "TurnContext", "TurnResult", "Tu
 
 
 TextSink = Callable[[str], Awaitable[None]]
+SteerSource = Callable[[], Awaitable[Sequence[str]]]
+"""Messages that arrived for the conversation while its turn runs (`agent.steer`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,9 @@ class TurnContext:
     """Earlier messages of the conversation (before the bot was addressed, or since it last
     spoke), oldest first; a new turn shows them to the model as one quoted block before the
     user's message (`agent.quoted`), never as instructions."""
+    steer: SteerSource | None = field(default=None, compare=False, repr=False)
+    """Steering: asked before each model call for messages the user sent meanwhile; they join
+    the run as user messages (`agent.steer`)."""
 
 
 @dataclass(frozen=True, slots=True)

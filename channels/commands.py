@@ -52,6 +52,7 @@ class CommandName(StrEnum):
     NEW = "new"
     STATUS = "status"
     STOP = "stop"
+    QUEUE = "queue"
     USAGE = "usage"
     LINK = "link"
     UNLINK = "unlink"
@@ -114,6 +115,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(CommandName.NEW, "Start a fresh conversation here", places=_CONVERSATIONS),
     CommandSpec(CommandName.STATUS, "Show this conversation's state", private=True),
     CommandSpec(CommandName.STOP, "Cancel the answer in progress", places=_CONVERSATIONS),
+    CommandSpec(
+        CommandName.QUEUE,
+        "What messages sent while I answer do here: steer, collect, interrupt, queue, reject",
+        args=(CommandArg("mode", "steer, collect, interrupt, queue, reject or default"),),
+        places=_CONVERSATIONS,
+    ),
     CommandSpec(CommandName.USAGE, "How much of your usage limits you have used", private=True),
     CommandSpec(
         CommandName.LINK,

@@ -232,6 +232,8 @@ class ConsoleAdapter:
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
         if kind is AckKind.QUEUED:
             self._write("(queued: I'll answer after the current reply)\n")
+        elif kind is AckKind.STEERED:
+            self._write("(taken into the answer I'm writing)\n")
 
     @contextlib.asynccontextmanager
     async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:

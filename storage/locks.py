@@ -4,8 +4,9 @@ Taken by `ThreadQueue.submit`/`resume` together with the queue. Value: a random 
 holder's fencing token (the checkpoint write checks it). A holder extends the TTL while it works; if it dies the lock frees itself
 after `LOCK_TTL_S`. Release and extend are token-checked in Lua so a holder that lost the lock can
 never free someone else's.
-The stop flag (`/stop` from any process) is a string `"1"` the holder polls while extending; a
-holder that takes it overwrites it with its beat id, so the take is idempotent under a resend.
+The stop flag (`/stop` from any process) is a string, `"1"` for a `/stop` and `"i"` for an
+interrupt (`SWITCHBOARD_BUSY=interrupt`), that the holder polls while extending; a holder that
+takes it overwrites it with its beat id and kind, so the take is idempotent under a resend.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
-from switchboard.state import Lock
+from switchboard.state import Lock, StopRequest
 
 __all__ = ["LOCK_TTL_S", "STOP_TTL_S", "Lock", "ThreadLocks", "lock_ms"]
 
@@ -26,9 +27,11 @@ LOCK_TTL_S = (
 )
 STOP_TTL_S = 600  # A stop request outlives any turn it may target, then vanishes.
 
+# ARGV[2]: '1' for `/stop`, 'i' for an interrupt (which never overwrites a pending `/stop`).
 _STOP = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+  if ARGV[2] == 'i' and redis.call('GET', KEYS[2]) == '1' then return 1 end
+  redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[1])
   return 1
 end
 return 0
@@ -38,19 +41,22 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 # A holder that lost the lock must not take the stop flag: it belongs to the new holder's turn.
-# Taking a stop marks it with the beat (ARGV[3], unique per call) instead of deleting it, so a
-# resend of the same call after a lost reply (redis-py retries once) sees the stop again, while
-# the next beat does not.
+# Taking a request marks it with the beat (ARGV[3], unique per call) and its kind instead of
+# deleting it, so a resend of the same call after a lost reply (redis-py retries once) sees the
+# request again, while the next beat does not. Returns {held, 0 | 1 (stop) | 2 (interrupt)}.
 _KEEP = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local stop = redis.call('GET', KEYS[2])
-if stop == '1' then
-  redis.call('SET', KEYS[2], ARGV[3], 'KEEPTTL')
-  return {1, 1}
+if stop == '1' or stop == 'i' then
+  redis.call('SET', KEYS[2], ARGV[3] .. ':' .. stop, 'KEEPTTL')
+elseif stop and string.sub(stop, 1, #ARGV[3] + 1) == ARGV[3] .. ':' then
+  stop = string.sub(stop, #ARGV[3] + 2)
+else
+  return {1, 0}
 end
-if stop == ARGV[3] then return {1, 1} end
-return {1, 0}
+if stop == '1' then return {1, 1} end
+return {1, 2}
 """
 
 
@@ -68,9 +74,9 @@ class ThreadLocks:
         self._release = client.register_script(_RELEASE)
         self._keep = client.register_script(_KEEP)
 
-    async def keep(self, lock: Lock) -> tuple[bool, bool]:
-        """One beat of a running turn: extend the lock and take a pending `/stop`, in one script.
-        Returns (still held, stop requested)."""
+    async def keep(self, lock: Lock) -> tuple[bool, StopRequest]:
+        """One beat of a running turn: extend the lock and take a pending `/stop` or interrupt,
+        in one script. Returns (still held, what was requested)."""
         try:
             held, stop = await self._keep(
                 keys=[self._keys.lock(lock.thread_id), self._keys.stop(lock.thread_id)],
@@ -78,7 +84,7 @@ class ThreadLocks:
             )
         except RedisError as exc:
             raise storage_error("lock keep", exc) from None
-        return bool(held), bool(stop)
+        return bool(held), StopRequest(int(stop))
 
     async def release(self, lock: Lock) -> bool:
         try:
@@ -88,12 +94,14 @@ class ThreadLocks:
         except RedisError as exc:
             raise storage_error("lock release", exc) from None
 
-    async def request_stop(self, thread_id: str) -> bool:
-        """Ask the holder (in any process) to cancel its turn; False if nothing is running."""
+    async def request_stop(self, thread_id: str, *, interrupt: bool = False) -> bool:
+        """Ask the holder (in any process) to cancel its turn; False if nothing is running.
+        `interrupt`: for a new message (the holder answers the new batch), not a `/stop`."""
         try:
             return bool(
                 await self._stop(
-                    keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)], args=[STOP_TTL_S]
+                    keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)],
+                    args=[STOP_TTL_S, "i" if interrupt else "1"],
                 )
             )
         except RedisError as exc:

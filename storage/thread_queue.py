@@ -13,6 +13,7 @@ is answered, and nothing answered is answered again (`done` remembers answered e
 | `sb:{<thread>}:done`    | zset   | answered entry id → when (unix s)              | 1 day, trimmed       |
 | `sb:{<thread>}:tries`   | hash   | entry id → `<takes>|<token>` (batch front)     | 1 day, on each write |
 | `sb:{<thread>}:ledger`  | hash   | `rec` → the batch's recorded reply (channel-owned bytes); `r:<n>` → receipt of piece n | 1 day |
+| `sb:{<thread>}:busy`    | string | the conversation's busy mode (`/queue MODE`)    | 30 days, on each take |
 
 **Attempts.** Each take of the lock (submit, resume, or finish moving on to the next batch)
 counts one attempt for the queue's front entry, once per token (a resend counts nothing), so the
@@ -24,6 +25,12 @@ counts of what it answered.
 batch taken again after a crash, a lost lock or a Redis error comes back with the ledger, so its
 holder sends only the pieces without a receipt and never runs the model again. `finish` deletes
 the ledger with the batch, atomically.
+
+**Busy modes.** `submit` applies the conversation's mode (its `busy` key, else the default it is
+given): `reject` refuses a message while another holder works; every other mode queues it, and
+the slot tells the caller the mode so it can steer, interrupt or collect. `absorb` hands the
+holder what queued behind its batch (steering), fenced by its token; absorbed entries stay in the
+queue until `finish` answers them with the batch, so a crash leaves them to the next holder.
 
 `submit` also takes the lock when it is free and, with it, clears a stale `/stop` request and the
 loop warnings of earlier runs (no run of this thread is active once the lock is ours); it returns
@@ -42,6 +49,7 @@ from storage.failures import storage_error
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, lock_ms
 from switchboard.state import (
+    BusyMode,
     Ledger,
     Lock,
     QueuedItem,
@@ -54,6 +62,7 @@ from switchboard.state import (
 
 __all__ = [
     "DONE_TTL_S",
+    "MODE_TTL_S",
     "QUEUE_CAP",
     "QUEUE_TTL_S",
     "Ledger",
@@ -67,6 +76,7 @@ __all__ = [
 
 QUEUE_CAP = 10  # unanswered messages per thread, the running batch included
 QUEUE_TTL_S = 24 * 3600  # outlives any turn and any crash recovery; refreshed on every write
+MODE_TTL_S = 30 * 24 * 3600  # as long as the conversation's thread mapping; refreshed on use
 DONE_TTL_S = 24 * 3600  # as long as a platform may redeliver (Telegram keeps updates 24 h)
 
 # Shared tail of submit and resume: with the lock ours, clear the stale stop request and other
@@ -104,18 +114,22 @@ end
 local function taken(token, ttl)
   local items, front = queue()
   return {'run', redis.call('ZCARD', KEYS[2]), items, redis.call('GET', KEYS[6]),
-          attempt(front, token, ttl), redis.call('HGETALL', KEYS[9])}
+          attempt(front, token, ttl), redis.call('HGETALL', KEYS[9]), redis.call('GET', KEYS[10])}
 end
 """
-# KEYS: lock q qmsg done stop question warnings tries ledger. ARGV: token ttl_ms entry payload cap
-# queue_ttl queue_if_busy. Returns {state, depth, queue, question, attempt, ledger}.
+# KEYS: lock q qmsg done stop question warnings tries ledger busy. ARGV: token ttl_ms entry
+# payload cap queue_ttl default_mode mode_ttl. Returns {state, depth, queue, question, attempt,
+# ledger, stored mode}.
 _SUBMIT = (
     _TAKE
     + """
 if redis.call('ZSCORE', KEYS[4], ARGV[3]) then return {'done', 0, {}, false} end
+local stored = redis.call('GET', KEYS[10])
+if stored then redis.call('EXPIRE', KEYS[10], ARGV[8]) end
 local current = redis.call('GET', KEYS[1])
-if ARGV[7] == '0' and current and current ~= ARGV[1] and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
-  return {'busy', redis.call('ZCARD', KEYS[2]), {}, false}
+if (stored or ARGV[7]) == 'reject' and current and current ~= ARGV[1]
+    and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+  return {'busy', redis.call('ZCARD', KEYS[2]), {}, false, 0, {}, stored}
 end
 if not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
   local depth = redis.call('ZCARD', KEYS[2])
@@ -127,7 +141,7 @@ redis.call('EXPIRE', KEYS[2], ARGV[6])
 redis.call('EXPIRE', KEYS[3], ARGV[6])
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
-  return {'queued', redis.call('ZCARD', KEYS[2]), {}, false}
+  return {'queued', redis.call('ZCARD', KEYS[2]), {}, false, 0, {}, stored}
 end
 if not holder then take_lock(ARGV[1], ARGV[2]) end
 return taken(ARGV[1], ARGV[6])
@@ -196,6 +210,8 @@ if redis.call('ZCARD', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   return {'released', 0, {}, false}
 end
+-- a stop or interrupt not taken yet was meant for the batch just answered, not the next one
+redis.call('DEL', KEYS[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return taken(ARGV[1], ARGV[5])
 """
@@ -207,6 +223,17 @@ redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'rec', ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return 1
+"""
+# KEYS: lock q qmsg. ARGV: token after limit. What queued behind the holder's batch (entries after
+# `after`, oldest first, as id/payload pairs); false when the lock is not the caller's.
+_ABSORB = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], '(' .. ARGV[2], '+', 'LIMIT', 0, ARGV[3])) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+end
+return out
 """
 # KEYS: ledger. ARGV: field value pairs. A sent piece is a fact whoever holds the lock now, but a
 # ledger already finished (deleted) is not brought back.
@@ -235,6 +262,7 @@ class ThreadQueue:
         self._finish = client.register_script(_FINISH)
         self._record = client.register_script(_RECORD)
         self._receipt = client.register_script(_RECEIPT)
+        self._absorb = client.register_script(_ABSORB)
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         k = self._keys
@@ -248,6 +276,7 @@ class ThreadQueue:
             k.pending_warnings(thread_id),
             k.thread(thread_id, "tries"),
             k.thread(thread_id, "ledger"),
+            k.thread(thread_id, "busy"),
         ]
 
     async def submit(
@@ -257,10 +286,11 @@ class ThreadQueue:
         payload: bytes,
         token: str,
         *,
-        queue_if_busy: bool = True,
+        busy: BusyMode = BusyMode.QUEUE,
     ) -> Slot:
-        """Queue the message and take the lock if it is free (then answer the queue). With
-        `queue_if_busy=False` a busy thread refuses the message (BUSY) instead."""
+        """Queue the message and take the lock if it is free (then answer the queue). `busy` is
+        the default mode, for a conversation that set none: in `reject` mode a busy thread
+        refuses the message (BUSY) instead."""
         raw = await self._call(
             "submit",
             self._submit,
@@ -272,7 +302,8 @@ class ThreadQueue:
                 payload,
                 self.cap,
                 QUEUE_TTL_S,
-                "1" if queue_if_busy else "0",
+                str(busy),
+                MODE_TTL_S,
             ],
         )
         return self._slot(thread_id, token, raw)
@@ -331,6 +362,38 @@ class ThreadQueue:
         except RedisError as exc:
             raise storage_error("ledger receipt", exc) from None
 
+    async def absorb(
+        self, lock: Lock, after: str, limit: int = QUEUE_CAP
+    ) -> list[QueuedItem] | None:
+        """What queued behind `after` (a sortable entry id), for the holder to take into its
+        running turn; None when the lock is not the caller's any more."""
+        k = self._keys
+        try:
+            flat = await self._absorb(
+                keys=[
+                    k.lock(lock.thread_id),
+                    k.thread(lock.thread_id, "q"),
+                    k.thread(lock.thread_id, "qmsg"),
+                ],
+                args=[lock.token, after, limit],
+            )
+        except RedisError as exc:
+            raise storage_error("thread absorb", exc) from None
+        if flat is None:
+            return None
+        return [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None:
+        """The conversation's own busy mode (`/queue MODE`); None goes back to the default."""
+        key = self._keys.thread(thread_id, "busy")
+        try:
+            if mode is None:
+                await self._r.delete(key)
+            else:
+                await self._r.set(key, str(mode), ex=MODE_TTL_S)
+        except RedisError as exc:
+            raise storage_error("busy mode", exc) from None
+
     def _ledger_key(self, thread_id: str) -> str:
         return self._keys.thread(thread_id, "ledger")
 
@@ -341,11 +404,12 @@ class ThreadQueue:
         pipe.exists(k.lock(thread_id))
         pipe.zcard(k.thread(thread_id, "q"))
         pipe.get(k.question(thread_id))
+        pipe.get(k.thread(thread_id, "busy"))
         try:
-            busy, unanswered, question = await pipe.execute()
+            busy, unanswered, question, mode = await pipe.execute()
         except RedisError as exc:
             raise storage_error("thread state", exc) from None
-        return ThreadState(bool(busy), int(unanswered), parse_question(question))
+        return ThreadState(bool(busy), int(unanswered), parse_question(question), _mode(mode))
 
     async def _call(self, what: str, script, thread_id: str, args: list) -> list:  # type: ignore[no-untyped-def]
         try:
@@ -360,8 +424,9 @@ class ThreadQueue:
         lock = Lock(thread_id, token, self.lock_ttl_s) if state is SlotState.RUN else None
         attempt = int(raw[4]) if len(raw) > 4 else 0
         ledger = _ledger(raw[5]) if len(raw) > 5 else None
+        mode = _mode(raw[6]) if len(raw) > 6 else None
         question = parse_question(question_raw or None)
-        return Slot(state, int(depth), lock, items, question, attempt, ledger)
+        return Slot(state, int(depth), lock, items, question, attempt, ledger, mode)
 
 
 def _ledger(flat: list) -> Ledger | None:  # type: ignore[type-arg]
@@ -374,6 +439,16 @@ def _ledger(flat: list) -> Ledger | None:  # type: ignore[type-arg]
         if name.startswith("r:") and name[2:].isdigit():
             receipts[int(name[2:])] = _text(value)
     return Ledger(bytes(record), receipts)
+
+
+def _mode(raw: bytes | str | None) -> BusyMode | None:
+    """A stored mode; an unknown value (written by a newer release) counts as none."""
+    if not raw:
+        return None
+    try:
+        return BusyMode(_text(raw))
+    except ValueError:
+        return None
 
 
 def _text(value: bytes | str) -> str:

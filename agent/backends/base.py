@@ -27,6 +27,9 @@ class AgentBackend(Protocol):
         """`builtin`, `python` or `remote`: for `/status` and logs."""
         ...
 
+    steers: bool
+    """Whether a run takes messages sent during it (`TurnContext.steer`, `agent.steer`)."""
+
     async def run_turn(self, thread_id: str, text: str, context: TurnContext) -> TurnResult: ...
 
     async def resume(self, thread_id: str, answer: str, context: TurnContext) -> TurnResult: ...

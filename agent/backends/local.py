@@ -12,6 +12,8 @@ one class, so they share what a turn means here:
 - the reply is `extract_reply` of the final state: this turn's assistant text, or the question;
   the turn's files are its `send_file` artifacts and `files` state key, references read from
   `files_dir` off the event loop (`agent.attachments.load_turn_files`);
+- steering: `TurnContext.steer` goes into `configurable` when the graph takes it (the built-in
+  one does; your own `create_agent` graph with `SteerMiddleware`), see `agent.steer`;
 - earlier messages of the conversation (`TurnContext.context_messages`) go before the
   HumanMessage as one quoted block of their own (`agent.quoted`);
 - files the user sent (`TurnContext.files`) become content blocks of the HumanMessage
@@ -56,6 +58,7 @@ from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.quoted import context_message
 from agent.reply import extract_reply
 from agent.result import FileData, Question, TurnContext, TurnResult
+from agent.steer import STEER_KEY, graph_steers
 from agent.streamed_text import StreamedText
 from agent.tracing import TracingConfig, run_metadata
 from agent.transcription import Transcriber, with_transcripts
@@ -108,6 +111,9 @@ class LocalGraphRunner:
         self.transcriber = transcriber
         self.files_dir = files_dir
         self.max_image_pixels = max_image_pixels
+        self.steers = graph_steers(graph)
+        """Whether messages sent during a run can join it (`agent.steer`); the manager falls
+        back to queueing them otherwise."""
 
     @property
     def kind(self) -> str:
@@ -266,6 +272,8 @@ class LocalGraphRunner:
         configurable: dict[str, Any] = {"thread_id": thread_id}
         if context.fence:
             configurable[FENCE_KEY] = context.fence
+        if context.steer is not None and self.steers:
+            configurable[STEER_KEY] = context.steer
         config: RunnableConfig = {
             "configurable": configurable,
             "run_id": uuid.UUID(run_id),

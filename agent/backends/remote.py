@@ -57,6 +57,8 @@ _log = structlog.get_logger(__name__)
 class RemoteGraphRunner:
     """Turns run on a LangGraph server; build once per process."""
 
+    steers = False  # the server's run cannot take our messages mid-run: they queue
+
     def __init__(
         self,
         *,

@@ -17,7 +17,14 @@ from channels.manager.questions import answer_text
 from channels.message import InboundMessage
 from switchboard.state import PendingQuestion, QueuedItem
 
-__all__ = ["Batch", "join_messages", "pick_batch", "recorded_batch"]
+__all__ = [
+    "Batch",
+    "join_messages",
+    "message_cost",
+    "message_line",
+    "pick_batch",
+    "recorded_batch",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,16 @@ _SEPARATOR = "\n\n"
 
 def _line(msg: InboundMessage, *, named: bool) -> str:
     return f"{msg.sender_name or msg.sender_id}: {msg.text}" if named else msg.text
+
+
+def message_line(msg: InboundMessage, *, named: bool) -> str:
+    """One message as the agent reads it; `named` where several people talk."""
+    return _line(msg, named=named)
+
+
+def message_cost(msg: InboundMessage, *, named: bool) -> int:
+    """Characters one more message adds to a batch's text."""
+    return len(_SEPARATOR) + len(_line(msg, named=named))
 
 
 def join_messages(messages: Sequence[InboundMessage], *, shared: bool) -> str:

@@ -1,4 +1,5 @@
-"""Chat commands: `/help`, `/link`, `/unlink` (before access checks), `/new`, `/stop`, `/status`.
+"""Chat commands: `/help`, `/link`, `/unlink` (before access checks), `/new`, `/stop`, `/queue`,
+`/status`.
 
 A native command (`InboundMessage.native`) is answered through the platform's own channel for it
 (`adapter.notify`: Discord's follow-up, Slack's response_url), private where the registry says so;
@@ -8,7 +9,7 @@ text commands keep answering in the conversation, `/link` and `/unlink` privatel
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -26,6 +27,7 @@ from channels.manager.context import MessageContext
 from channels.manager.ports import LockStore, QueueStore, ThreadStore
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver
+from switchboard.state import BusyMode
 
 if TYPE_CHECKING:
     from channels.access import AccessGate
@@ -41,6 +43,25 @@ StopLocal = Callable[[str], bool]
 """Cancel a turn of this thread running in this process; True if one was running."""
 
 
+class BusyModes(Protocol):
+    """How the turn scheduler serves busy modes (`TurnScheduler`)."""
+
+    @property
+    def default_mode(self) -> BusyMode: ...
+
+    def mode_for(self, stored: BusyMode | None) -> BusyMode: ...
+
+
+_MODE_TEXT = {
+    BusyMode.STEER: "a message you send while I answer joins the answer I'm writing",
+    BusyMode.COLLECT: "messages sent close together become one question, and are answered together",
+    BusyMode.INTERRUPT: "a message you send while I answer cancels that answer; I answer it "
+    "together with the one before",
+    BusyMode.QUEUE: "a message you send while I answer is answered right after",
+    BusyMode.REJECT: "a message you send while I answer is refused; send it again afterwards",
+}
+
+
 class CommandDesk:
     def __init__(
         self,
@@ -53,6 +74,7 @@ class CommandDesk:
         access: AccessGate | None,
         model_name: str,
         stop_local: StopLocal,
+        modes: BusyModes,
         extra: dict[str, Callable[[MessageContext], Awaitable[str]]] | None = None,
         tools: Callable[[], Sequence[str]] | None = None,
         slack_command: str = DEFAULT_SLACK_COMMAND,
@@ -69,6 +91,7 @@ class CommandDesk:
         self._access = access
         self._model = model_name
         self._stop_local = stop_local
+        self._modes = modes
         self._extra = extra or {}
 
     async def pre_access(self, ctx: MessageContext, command: Command) -> None:
@@ -99,6 +122,8 @@ class CommandDesk:
             _log.info("thread.reset", thread_id=thread_id)
         elif command.name is CommandName.STOP:
             text = await self._stop(ctx)
+        elif command.name is CommandName.QUEUE:
+            text = await self._queue_mode(ctx, command.args)
         elif command.name is CommandName.STATUS:
             text = await self._status(ctx)
         elif str(command.name) in self._extra:
@@ -152,6 +177,33 @@ class CommandDesk:
             stopped = self._stop_local(thread_id) or stopped
         return "Stopping the current answer." if stopped else "Nothing is running here."
 
+    async def _queue_mode(self, ctx: MessageContext, args: str) -> str:
+        """`/queue` shows the conversation's busy mode, `/queue MODE` sets it (`default`: back
+        to the operator's)."""
+        word = args.strip().lower()
+        choices = ", ".join([*BusyMode, "default"])
+        if word and word != "default" and word not in BusyMode.__members__.values():
+            return f"Unknown mode {word!r}. Choose one of: {choices}."
+        create = bool(word)
+        thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=create)
+        if not word:
+            stored = (await self._queue.state(thread_id)).mode if thread_id else None
+            return f"{self._mode_line(stored)}\nChange it with /queue MODE ({choices})."
+        assert thread_id is not None
+        stored = None if word == "default" else BusyMode(word)
+        await self._queue.set_mode(thread_id, stored)
+        _log.info("thread.busy_mode_set", thread_id=thread_id, mode=word)
+        return self._mode_line(stored)
+
+    def _mode_line(self, stored: BusyMode | None) -> str:
+        requested = stored or self._modes.default_mode
+        mode = self._modes.mode_for(stored)
+        origin = "set here" if stored is not None else "the default"
+        line = f"Busy mode: {requested} ({origin}): {_MODE_TEXT[mode]}."
+        if requested is not mode:
+            line += " This agent cannot take messages mid-answer, so steer works as queue here."
+        return line
+
     async def _status(self, ctx: MessageContext) -> str:
         thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)
         if thread_id is None:
@@ -162,6 +214,7 @@ class CommandDesk:
             f"Busy: {'yes' if state.busy else 'no'}",
             f"Queued messages: {max(0, state.unanswered - (1 if state.busy else 0))}",
             f"Waiting for an answer: {'yes' if state.question else 'no'}",
+            self._mode_line(state.mode),
             f"Model: {self._model}",
         ]
         if self._tools is not None:

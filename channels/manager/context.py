@@ -12,7 +12,7 @@ from agent.result import TurnContext
 from channels.adapter import Adapter, ReplyStream
 from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
-from switchboard.state import Lock
+from switchboard.state import BusyMode, Lock
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch
@@ -82,6 +82,7 @@ class TurnSession:
     attempt: int = 0  # how often that batch was taken, this time included
     hold: ThreadHold | None = None  # the keeper of `lock`, while held
     answered: Delivered | None = None  # the batch's whole answer is out; only closing is left
+    mode: BusyMode = BusyMode.QUEUE  # the conversation's busy mode, as this agent can serve it
 
     def protected(self) -> contextlib.AbstractContextManager[None]:
         """Bookkeeping a lost lock must not cut short (see `ThreadHold.protected`)."""

@@ -6,7 +6,7 @@ recording the batch answered), and whoever enters it keeps the lock alive and le
 loss in one place. So a slow send can no longer outlive the lock: while the lock holds, the send
 may wait as long as the platform makes it; once the lock is gone, the body is cancelled and the
 hold raises `LockLost` (the next holder resends from the reply ledger instead of re-running).
-The keeper also takes a `/stop` request from any process and passes it to `on_stop`.
+The keeper also takes a `/stop` or an interrupt from any process and passes it to `on_stop`.
 
 What records something that already happened (a sent piece's receipt, the batch recorded
 answered) runs `protected()`: a lost lock does not cancel it, since it stays true whoever holds
@@ -24,7 +24,7 @@ import structlog
 
 from channels.manager.ports import LockStore
 from switchboard.errors import StorageError
-from switchboard.state import Lock
+from switchboard.state import Lock, StopRequest
 
 __all__ = ["LockLost", "ThreadHold"]
 
@@ -36,7 +36,9 @@ class LockLost(Exception):
 
 
 class ThreadHold:
-    def __init__(self, locks: LockStore, lock: Lock, *, on_stop: Callable[[], object]) -> None:
+    def __init__(
+        self, locks: LockStore, lock: Lock, *, on_stop: Callable[[StopRequest], object]
+    ) -> None:
         self._locks = locks
         self._lock = lock
         self._on_stop = on_stop
@@ -103,5 +105,5 @@ class ThreadHold:
                 self._body.cancel()
                 return
             if stop:
-                _log.info("turn.stop_requested")
-                self._on_stop()
+                _log.info("turn.stop_requested", kind=stop.name.lower())
+                self._on_stop(stop)

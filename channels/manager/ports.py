@@ -15,13 +15,16 @@ from typing import Protocol
 
 from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
+    BusyMode,
     Claim,
     Entry,
     FailureRecord,
     Lock,
     PendingQuestion,
+    QueuedItem,
     RateDecision,
     Slot,
+    StopRequest,
     ThreadState,
 )
 
@@ -78,9 +81,9 @@ class ThreadStore(Protocol):
 
 
 class LockStore(Protocol):
-    async def keep(self, lock: Lock) -> tuple[bool, bool]: ...
+    async def keep(self, lock: Lock) -> tuple[bool, StopRequest]: ...
     async def release(self, lock: Lock) -> bool: ...
-    async def request_stop(self, thread_id: str) -> bool: ...
+    async def request_stop(self, thread_id: str, *, interrupt: bool = False) -> bool: ...
 
 
 class QueueStore(Protocol):
@@ -91,12 +94,16 @@ class QueueStore(Protocol):
         payload: bytes,
         token: str,
         *,
-        queue_if_busy: bool = True,
+        busy: BusyMode = BusyMode.QUEUE,
     ) -> Slot: ...
     async def resume(self, thread_id: str, token: str) -> Slot: ...
     async def finish(self, lock: Lock, answered: list[str], question_id: str = "") -> Slot: ...
     async def record(self, lock: Lock, record: bytes) -> bool: ...
     async def receipt(self, thread_id: str, sent: dict[int, str]) -> None: ...
+    async def absorb(
+        self, lock: Lock, after: str, limit: int = ...
+    ) -> list[QueuedItem] | None: ...
+    async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None: ...
     async def state(self, thread_id: str) -> ThreadState: ...
 
 

@@ -1,5 +1,6 @@
 """One agent run for a batch: shown as typing or as a streamed reply, cancelled by `/stop`, a
-timeout or a lost lock (the hold around it cancels the whole batch then).
+timeout or a lost lock (the hold around it cancels the whole batch then), or interrupted by a new
+message (`busy=interrupt`: a streamed partial stays, marked, and the turn answers the grown batch).
 
 With streaming on and an adapter that `Streams`, the model's text goes to a `ReplyStream` as it
 is written; the turn's delivery then settles that stream on the final chunks (`finish`), or takes
@@ -31,6 +32,7 @@ _log = structlog.get_logger(__name__)
 
 STOPPED_TEXT = "Stopped."
 STOPPED_NOTE = "(stopped)"
+INTERRUPTED_NOTE = "(interrupted)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class RunOutcome:
 
     result: TurnResult | None = None
     said: str = ""
+    interrupted: bool = False  # a new message cancelled the run: answer the grown batch instead
 
 
 class _Shown:
@@ -84,12 +87,22 @@ class AgentRuns:
         self._say = responder
         self._config = config
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
+        self._interrupted: set[str] = set()
         self._streams = StreamPolicy(config.stream_after_s)
 
     def stop_local(self, thread_id: str) -> bool:
         turn = self._running.get(thread_id)
         if turn is None or turn.done():
             return False
+        turn.cancel()
+        return True
+
+    def interrupt_local(self, thread_id: str) -> bool:
+        """Cancel the thread's run in this process for a new message; True if one was running."""
+        turn = self._running.get(thread_id)
+        if turn is None or turn.done():
+            return False
+        self._interrupted.add(thread_id)
         turn.cancel()
         return True
 
@@ -122,6 +135,13 @@ class AgentRuns:
             if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 await _take_back(shown)
                 raise
+            if thread_id in self._interrupted:
+                _log.info("turn.interrupted")
+                if shown is not None and shown.anything:
+                    await shown.stream.cancel(INTERRUPTED_NOTE)  # what was shown stays, marked
+                else:
+                    await _take_back(shown)
+                return RunOutcome(interrupted=True)
             _log.info("turn.stopped")
             if shown is not None and shown.anything:
                 await shown.stream.cancel(STOPPED_NOTE)
@@ -142,6 +162,7 @@ class AgentRuns:
             return RunOutcome(said=self._say.failure_text(exc))
         finally:
             self._running.pop(thread_id, None)
+            self._interrupted.discard(thread_id)
 
 
 async def _take_back(shown: _Shown | None) -> None:

@@ -7,6 +7,12 @@ before its first send, each piece the platform accepts is receipted, and the bat
 queue with its last piece. A batch taken again (a crash, a lost lock, a Redis error) resends
 from the ledger and never runs the model twice.
 
+A message that arrives while its conversation's turn runs does what the conversation's busy mode
+says (`BusyMode`): it is queued for the next batch (`queue`), refused (`reject`), handed to the
+running agent before its next model call (`steer`, `channels/manager/steering.py`; the batch
+grows by it), or it cancels the running run, whose batch is then answered together with it
+(`interrupt`). In `collect` mode the first message of a burst waits `collect_s` for the rest.
+
 Every failure inside a hold ends in `_hold`'s one boundary: logged once with a reference id,
 then the batch is either answered (an error line for a failure that would only repeat) or
 handed back to the queue, watched, and tried again after a backoff. Each take of a batch counts
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from collections.abc import Sequence
@@ -40,10 +47,12 @@ from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.retry import Step, run_idempotent
 from channels.manager.runs import AgentRuns, RunOutcome
+from channels.manager.steering import Background, Steering
 from channels.message import Platform, ReplyTarget
 from channels.render import render_chunks
 from switchboard.errors import AgentError, StorageError, is_transient
-from switchboard.state import Slot, SlotState, sortable_entry_id
+from switchboard.feedback import AnswerRef
+from switchboard.state import BusyMode, Slot, SlotState, StopRequest, sortable_entry_id
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk
@@ -69,19 +78,34 @@ class TurnScheduler:
         questions: QuestionDesk,
         responder: Responder,
         config: ManagerConfig,
+        background: Background,
         usage: UsageDesk | None = None,
     ) -> None:
         self._usage = usage
+        self._background = background
+        self._steers = bool(getattr(runtime, "steers", False))
         self._s = stores
         self._questions = questions
         self._say = responder
         self._config = config
-        self._delivery = ReplyDelivery(questions=questions, responder=responder)
+        self._delivery = ReplyDelivery(
+            questions=questions, responder=responder, votes=config.feedback
+        )
         self._runs = AgentRuns(runtime=runtime, responder=responder, config=config)
         self._history = ConversationHistory.configured(stores.context, config)
 
     def stop_local(self, thread_id: str) -> bool:
         return self._runs.stop_local(thread_id)
+
+    def mode_for(self, stored: BusyMode | None) -> BusyMode:
+        """The busy mode a conversation gets: its own or the default, `steer` served as `queue`
+        by an agent that cannot take messages mid-run."""
+        mode = stored or self._config.busy
+        return BusyMode.QUEUE if mode is BusyMode.STEER and not self._steers else mode
+
+    @property
+    def default_mode(self) -> BusyMode:
+        return self._config.busy
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -97,7 +121,7 @@ class TurnScheduler:
                 ctx.entry_id,
                 ctx.payload,
                 token,
-                queue_if_busy=self._config.busy == "queue",
+                busy=self._config.busy,
             )
         finally:
             if ctx.turn_order is not None:
@@ -113,22 +137,27 @@ class TurnScheduler:
             _log.info("message.rejected_busy")
             await self._say.refuse(ctx.adapter, ctx.msg, _BUSY_TEXT)
             return Outcome.ANSWERED
+        mode = self.mode_for(slot.mode)
         if slot.state is SlotState.QUEUED:
             metrics.QUEUE_DEPTH.labels(platform=str(ctx.msg.platform)).set(slot.depth)
-            _log.info("message.queued", depth=slot.depth)
+            _log.info("message.queued", depth=slot.depth, mode=str(mode))
+            if mode is BusyMode.INTERRUPT:  # the new batch, with the interrupted one, is the ack
+                side = self._interrupt(ctx.thread_id)
+            else:
+                side = self._say.acknowledge(ctx.adapter, ctx.msg, AckKind.QUEUED)
             try:
-                await asyncio.gather(
-                    self._s.orphans.watch(ctx.thread_id),
-                    self._say.acknowledge(ctx.adapter, ctx.msg, AckKind.QUEUED),
-                )
+                await asyncio.gather(self._s.orphans.watch(ctx.thread_id), side)
             except StorageError:
                 raise  # retried: the submit is idempotent, the watch is done again
             except Exception as exc:  # the message is queued: its holder answers it, not an error
                 self._say.failure_text(exc, "message.queued_aside_failed")
             return Outcome.QUEUED
         assert slot.lock is not None
-        session = TurnSession(ctx.adapter, ctx.thread_id, slot.lock, own_entry=ctx.entry_id)
-        handed_back = await self._hold(session, slot)
+        session = TurnSession(
+            ctx.adapter, ctx.thread_id, slot.lock, own_entry=ctx.entry_id, mode=mode
+        )
+        collect = mode is BusyMode.COLLECT and slot.ledger is None and self._config.collect_s > 0
+        handed_back = await self._hold(session, slot, collect=collect)
         if session.own_entry is None:
             return Outcome.HANDED_OVER
         return Outcome.QUEUED if handed_back else Outcome.RETRY
@@ -149,23 +178,43 @@ class TurnScheduler:
                 await self._s.orphans.watch(thread_id)
                 return
             _log.info("thread.orphans_resumed", count=len(slot.items), attempt=slot.attempt)
-            if not await self._hold(TurnSession(adapter, thread_id, slot.lock), slot):
+            session = TurnSession(adapter, thread_id, slot.lock, mode=self.mode_for(slot.mode))
+            if not await self._hold(session, slot):
                 return  # not handed back cleanly: stay watched
         await self._s.orphans.forget(thread_id, seen)
 
     # -- holding the thread ----------------------------------------------------------------
 
-    async def _hold(self, session: TurnSession, slot: Slot) -> bool:
+    async def _interrupt(self, thread_id: str) -> None:
+        """Cancel the thread's running run: here at once, in another worker at its next beat."""
+        if not self._runs.interrupt_local(thread_id):
+            await self._s.locks.request_stop(thread_id, interrupt=True)
+
+    async def _collect(self, session: TurnSession) -> Slot:
+        """The rest of a burst: wait, then take the queue again (same token: no new attempt)."""
+        await asyncio.sleep(self._config.collect_s)
+        slot = await self._s.queue.resume(session.thread_id, session.lock.token)
+        if slot.state is not SlotState.RUN:
+            raise LockLost
+        return slot
+
+    def _on_stop(self, session: TurnSession, request: StopRequest) -> None:
+        if request is StopRequest.INTERRUPT:
+            self._runs.interrupt_local(session.thread_id)
+        else:
+            self._runs.stop_local(session.thread_id)
+
+    async def _hold(self, session: TurnSession, slot: Slot, *, collect: bool = False) -> bool:
         """Answer batches until the queue is empty, under one keeper. The one failure boundary
         of a turn: whatever fails is logged once and the batch is answered or handed back,
         never left under a held lock. True when the queue is done or safely handed back."""
         try:
             session.hold = ThreadHold(
-                self._s.locks,
-                session.lock,
-                on_stop=lambda: self._runs.stop_local(session.thread_id),
+                self._s.locks, session.lock, on_stop=lambda kind: self._on_stop(session, kind)
             )
             async with session.hold:
+                if collect:
+                    slot = await self._collect(session)
                 while slot.state is SlotState.RUN:
                     session.attempt = slot.attempt
                     slot = await self._batch(session, slot)
@@ -266,6 +315,9 @@ class TurnScheduler:
                 record = TurnRecord(tuple(batch.entry_ids))
                 return await self._out_of_attempts(session, batch, record, say=True)
             record = await self._answer(session, batch, slot)
+            if record is None:  # interrupted: the batch and what interrupted it, as one
+                return await self._retake(session)
+            batch = session.batch  # grown by the messages steered into the run
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
                 raise LockLost
@@ -285,6 +337,13 @@ class TurnScheduler:
             text = self._say.failure_text(error, "turn.gave_up")
             await self._say.notice(session.adapter, session.target, text)
         return await self._finish(session, batch, record, None)
+
+    async def _retake(self, session: TurnSession) -> Slot:
+        slot = await self._s.queue.resume(session.thread_id, session.lock.token)
+        if slot.state is not SlotState.RUN:
+            raise LockLost
+        session.batch = None
+        return slot
 
     def _recorded(self, slot: Slot) -> tuple[TurnRecord, Batch] | None:
         """The batch an earlier attempt recorded an answer for, if it is still the queue's."""
@@ -308,8 +367,9 @@ class TurnScheduler:
         if session.lost:
             raise LockLost
 
-    async def _answer(self, session: TurnSession, batch: Batch, slot: Slot) -> TurnRecord:
-        """Run the turn for a batch: its answer as pieces to send."""
+    async def _answer(self, session: TurnSession, batch: Batch, slot: Slot) -> TurnRecord | None:
+        """Run the turn for a batch: its answer as pieces to send; None when a new message
+        interrupted the run."""
         last = batch.last
         target = session.target
         assert target is not None
@@ -334,11 +394,28 @@ class TurnScheduler:
         )
         if earlier:
             session.context = replace(session.context, context_messages=earlier)
+        steering = None
+        if session.mode is BusyMode.STEER and not batch.resume:
+            steering = Steering(
+                queue=self._s.queue,
+                lock=session.lock,
+                batch=batch,
+                adapter=session.adapter,
+                responder=self._say,
+                max_chars=self._config.max_input_chars,
+                background=self._background,
+            )
+            session.context = replace(session.context, steer=steering.take)
         started = time.perf_counter()
         outcome = await self._runs.run(session, batch)
         metrics.TURN_LATENCY.labels(platform=str(last.platform)).observe(
             time.perf_counter() - started
         )
+        if outcome.interrupted:
+            return None
+        if steering is not None:
+            session.batch = steering.grown(batch)
+            entries = tuple(session.batch.entry_ids)
         return self._record(session, entries, answered, outcome)
 
     def _record(
@@ -384,6 +461,25 @@ class TurnScheduler:
                 delivered.message_ids,
             )
             work.append(lambda: self._s.threads.remember_messages(platform, chat, ids, thread_id))
+        votes = self._s.feedback
+        if (
+            votes is not None
+            and self._config.feedback
+            and session.adapter.capabilities.votes == "reactions"
+            and delivered is not None
+            and delivered.message_ids
+            and record.run_id
+            and batch.messages
+        ):  # a reaction on the answer is its asker's vote: remember whose answer it is
+            answer = AnswerRef(thread_id, record.run_id, batch.last.sender_id)
+            remember = functools.partial(
+                votes.remember_answer,
+                str(session.adapter.platform),
+                delivered.chat_id,
+                tuple(delivered.message_ids),
+                answer,
+            )
+            work.append(remember)
         own = session.own_entry
         finishes_own = own is not None and sortable_entry_id(own) in batch.entry_ids
         charge = record.charge()

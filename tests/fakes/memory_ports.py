@@ -32,9 +32,10 @@ from storage.dedupe import DEDUPE_TTL_S
 from storage.inbox import INBOX_MAX_LEN, InboxFull
 from storage.locks import LOCK_TTL_S, STOP_TTL_S
 from storage.thread_map import THREAD_TTL_S
-from storage.thread_queue import DONE_TTL_S, QUEUE_CAP, QUEUE_TTL_S
+from storage.thread_queue import DONE_TTL_S, MODE_TTL_S, QUEUE_CAP, QUEUE_TTL_S
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.state import (
+    BusyMode,
     Claim,
     Entry,
     Ledger,
@@ -44,6 +45,7 @@ from switchboard.state import (
     RateDecision,
     Slot,
     SlotState,
+    StopRequest,
     ThreadState,
     parse_question,
     sortable_entry_id,
@@ -168,6 +170,17 @@ def _stop(t: str) -> str:
     return f"{{{t}}}:stop"
 
 
+def _busy(t: str) -> str:
+    return f"{{{t}}}:busy"
+
+
+def _mode(raw: str | None) -> BusyMode | None:
+    try:
+        return BusyMode(raw) if raw else None
+    except ValueError:
+        return None
+
+
 def _question(t: str) -> str:
     return f"{{{t}}}:question"
 
@@ -190,15 +203,16 @@ class MemoryLocks:
     def __init__(self, space: Space) -> None:
         self._s = space
 
-    async def keep(self, lock: Lock) -> tuple[bool, bool]:
+    async def keep(self, lock: Lock) -> tuple[bool, StopRequest]:
         s, t = self._s, lock.thread_id
         if s.get(_lock(t)) != lock.token:
-            return False, False
+            return False, StopRequest.NONE
         s.expire(_lock(t), lock.ttl_s)
-        if s.get(_stop(t)) == "1":
+        flag = s.get(_stop(t))
+        if flag in ("1", "i"):
             s.set(_stop(t), f"beat:{secrets.token_hex(6)}", keep_ttl=True)
-            return True, True
-        return True, False
+            return True, StopRequest.STOP if flag == "1" else StopRequest.INTERRUPT
+        return True, StopRequest.NONE
 
     async def release(self, lock: Lock) -> bool:
         if self._s.get(_lock(lock.thread_id)) != lock.token:
@@ -206,10 +220,12 @@ class MemoryLocks:
         self._s.delete(_lock(lock.thread_id))
         return True
 
-    async def request_stop(self, thread_id: str) -> bool:
+    async def request_stop(self, thread_id: str, *, interrupt: bool = False) -> bool:
         if not self._s.exists(_lock(thread_id)):
             return False
-        self._s.set(_stop(thread_id), "1", STOP_TTL_S)
+        if interrupt and self._s.get(_stop(thread_id)) == "1":
+            return True  # a pending /stop outranks it
+        self._s.set(_stop(thread_id), "i" if interrupt else "1", STOP_TTL_S)
         return True
 
 
@@ -266,6 +282,7 @@ class MemoryQueue:
             parse_question(s.get(_question(t))),
             attempt,
             ledger,
+            _mode(s.get(_busy(t))),
         )
 
     # -- the port ---------------------------------------------------------------------------
@@ -277,15 +294,18 @@ class MemoryQueue:
         payload: bytes,
         token: str,
         *,
-        queue_if_busy: bool = True,
+        busy: BusyMode = BusyMode.QUEUE,
     ) -> Slot:
         s, t, entry = self._s, thread_id, sortable_entry_id(entry_id)
         if entry in s.view(_done(t)):
             return Slot(SlotState.DONE)
+        stored = _mode(s.get(_busy(t)))
+        if stored is not None:
+            s.expire(_busy(t), MODE_TTL_S)
         current = s.get(_lock(t))
         queued = entry in s.view(_q(t))
-        if not queue_if_busy and current and current != token and not queued:
-            return Slot(SlotState.BUSY, len(s.view(_q(t))))
+        if (stored or busy) is BusyMode.REJECT and current and current != token and not queued:
+            return Slot(SlotState.BUSY, len(s.view(_q(t))), mode=stored)
         if not queued:
             depth = len(s.view(_q(t)))
             if depth >= self.cap:
@@ -296,7 +316,7 @@ class MemoryQueue:
         s.expire(_qmsg(t), QUEUE_TTL_S)
         holder = s.get(_lock(t))
         if holder and holder != token:
-            return Slot(SlotState.QUEUED, len(s.view(_q(t))))
+            return Slot(SlotState.QUEUED, len(s.view(_q(t))), mode=stored)
         if not holder:
             self._take_lock(t, token)
         return self._taken(t, token, QUEUE_TTL_S)
@@ -348,6 +368,7 @@ class MemoryQueue:
         if not s.view(_q(t)):
             s.delete(_lock(t))
             return Slot(SlotState.RELEASED)
+        s.delete(_stop(t))
         s.expire(_lock(t), lock.ttl_s)
         return self._taken(t, token, DONE_TTL_S)
 
@@ -374,10 +395,29 @@ class MemoryQueue:
         for index, ids in sent.items():
             fields[f"r:{index}"] = ids
 
+    async def absorb(
+        self, lock: Lock, after: str, limit: int = QUEUE_CAP
+    ) -> list[QueuedItem] | None:
+        s, t = self._s, lock.thread_id
+        if s.get(_lock(t)) != lock.token:
+            return None
+        messages = s.view(_qmsg(t))
+        later = [i for i in sorted(s.view(_q(t))) if i > after][:limit]
+        return [QueuedItem(i, messages.get(i, b"")) for i in later]
+
+    async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None:
+        if mode is None:
+            self._s.delete(_busy(thread_id))
+        else:
+            self._s.set(_busy(thread_id), str(mode), MODE_TTL_S)
+
     async def state(self, thread_id: str) -> ThreadState:
         s, t = self._s, thread_id
         return ThreadState(
-            s.exists(_lock(t)), len(s.view(_q(t))), parse_question(s.get(_question(t)))
+            s.exists(_lock(t)),
+            len(s.view(_q(t))),
+            parse_question(s.get(_question(t))),
+            _mode(s.get(_busy(t))),
         )
 
     # -- for tests --------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from storage import (
 )
 from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
+    BusyMode,
     Claim,
     Ledger,
     Lock,
@@ -49,6 +50,7 @@ from switchboard.state import (
     RateDecision,
     Slot,
     SlotState,
+    StopRequest,
     ThreadState,
     sortable_entry_id,
 )
@@ -146,7 +148,7 @@ def _ids(slot: Slot) -> list[str]:
     return [item.entry_id for item in slot.items]
 
 
-async def _submit(ports: Backend, entry_id: str, token: str, **kw: bool) -> Slot:
+async def _submit(ports: Backend, entry_id: str, token: str, **kw: BusyMode) -> Slot:
     return await ports.queue.submit(T, entry_id, _pl(entry_id), token, **kw)
 
 
@@ -193,10 +195,70 @@ async def test_a_full_queue_refuses_and_a_busy_thread_rejects_only_new_entries(
         await _submit(ports, f"{n}-0", f"tok-{n}")
     full = await _submit(ports, "99-0", "tok-99")
     assert (full.state, full.depth) == (SlotState.FULL, QUEUE_CAP)
-    busy = await _submit(ports, "98-0", "tok-98", queue_if_busy=False)
+    busy = await _submit(ports, "98-0", "tok-98", busy=BusyMode.REJECT)
     assert (busy.state, busy.depth) == (SlotState.BUSY, QUEUE_CAP)
-    again = await _submit(ports, "2-0", "tok-2", queue_if_busy=False)  # already queued
+    again = await _submit(ports, "2-0", "tok-2", busy=BusyMode.REJECT)  # already queued
     assert again.state is SlotState.QUEUED
+
+
+async def test_a_conversation_mode_overrides_the_default_and_the_slot_names_it(
+    ports: Backend,
+) -> None:
+    await _submit(ports, "1-0", "tok-a", busy=BusyMode.REJECT)
+    await ports.queue.set_mode(T, BusyMode.QUEUE)
+    queued = await _submit(ports, "2-0", "tok-b", busy=BusyMode.REJECT)
+    assert (queued.state, queued.mode) == (SlotState.QUEUED, BusyMode.QUEUE)
+    await ports.queue.set_mode(T, BusyMode.REJECT)
+    refused = await _submit(ports, "3-0", "tok-c", busy=BusyMode.STEER)
+    assert (refused.state, refused.mode) == (SlotState.BUSY, BusyMode.REJECT)
+    assert (await ports.queue.state(T)).mode is BusyMode.REJECT
+    await ports.queue.set_mode(T, None)
+    assert (await _submit(ports, "4-0", "tok-d", busy=BusyMode.STEER)).mode is None
+    assert (await ports.queue.state(T)).mode is None
+
+
+async def test_absorb_hands_the_holder_what_queued_behind_its_batch_and_nobody_else(
+    ports: Backend,
+) -> None:
+    first = await _submit(ports, "1-0", "tok-a")
+    assert first.lock is not None
+    assert await ports.queue.absorb(first.lock, _id("1-0")) == []
+    await _submit(ports, "2-0", "tok-b")
+    await _submit(ports, "3-0", "tok-c")
+    absorbed = await ports.queue.absorb(first.lock, _id("1-0"))
+    assert absorbed is not None
+    assert [i.entry_id for i in absorbed] == [_id("2-0"), _id("3-0")]
+    assert absorbed[1].payload == _pl("3-0")
+    later = await ports.queue.absorb(first.lock, _id("2-0"), limit=5)
+    assert [i.entry_id for i in later or []] == [_id("3-0")]
+    assert await ports.queue.absorb(Lock(T, "tok-x", LOCK_TTL_S), _id("1-0")) is None
+    # absorbed entries stay queued until the batch that took them in is finished
+    assert (await ports.queue.state(T)).unanswered == 3
+    done = await ports.queue.finish(first.lock, [_id("1-0"), _id("2-0"), _id("3-0")])
+    assert done.state is SlotState.RELEASED
+
+
+async def test_an_interrupt_reaches_the_holder_and_never_hides_a_stop(ports: Backend) -> None:
+    first = await _submit(ports, "1-0", "tok-a")
+    assert first.lock is not None
+    assert await ports.locks.request_stop(T, interrupt=True)
+    assert await ports.locks.keep(first.lock) == (True, StopRequest.INTERRUPT)
+    assert await ports.locks.keep(first.lock) == (True, StopRequest.NONE)
+    assert await ports.locks.request_stop(T)
+    assert await ports.locks.request_stop(T, interrupt=True)
+    assert await ports.locks.keep(first.lock) == (True, StopRequest.STOP)
+
+
+async def test_a_request_not_taken_before_the_batch_ends_does_not_reach_the_next_batch(
+    ports: Backend,
+) -> None:
+    first = await _submit(ports, "1-0", "tok-a")
+    await _submit(ports, "2-0", "tok-b")
+    assert first.lock is not None
+    assert await ports.locks.request_stop(T, interrupt=True)
+    nxt = await ports.queue.finish(first.lock, [_id("1-0")])
+    assert nxt.state is SlotState.RUN and nxt.lock is not None
+    assert await ports.locks.keep(nxt.lock) == (True, StopRequest.NONE)
 
 
 async def test_finish_hands_over_what_queued_meanwhile_then_releases(ports: Backend) -> None:

@@ -20,6 +20,7 @@ from storage.thread_queue import (
     ThreadQueue,
     sortable_entry_id,
 )
+from switchboard.state import BusyMode
 from tests.integration.storage.racing import warm_pool
 from tests.support import wait_until
 
@@ -36,7 +37,7 @@ def _ids(slot: Slot) -> list[str]:
     return [item.entry_id for item in slot.items]
 
 
-async def _submit(queue: ThreadQueue, entry_id: str, token: str, **kw: bool) -> Slot:
+async def _submit(queue: ThreadQueue, entry_id: str, token: str, **kw: BusyMode) -> Slot:
     return await queue.submit(T, entry_id, _pl(entry_id), token, **kw)
 
 
@@ -162,9 +163,9 @@ async def test_a_busy_thread_refuses_without_queueing_when_asked_not_to_queue(
     redis: aioredis.Redis, keys: Keys
 ) -> None:
     queue = ThreadQueue(redis, keys=keys)
-    free = await _submit(queue, "1-0", "tok-a", queue_if_busy=False)
+    free = await _submit(queue, "1-0", "tok-a", busy=BusyMode.REJECT)
     assert free.state is SlotState.RUN  # a free thread runs either way
-    busy = await _submit(queue, "2-0", "tok-b", queue_if_busy=False)
+    busy = await _submit(queue, "2-0", "tok-b", busy=BusyMode.REJECT)
     assert (busy.state, busy.depth, busy.lock) == (SlotState.BUSY, 1, None)
     assert await _queued(redis, keys) == [sortable_entry_id("1-0")]
     assert await redis.hexists(keys.thread(T, "qmsg"), sortable_entry_id("2-0")) is False
@@ -351,7 +352,7 @@ async def test_a_queued_submit_leaves_the_running_holders_stop_and_warnings(
     assert await locks.request_stop(T) is True
 
     assert (await _submit(queue, "2-0", "tok-b")).state is SlotState.QUEUED
-    assert (await _submit(queue, "3-0", "tok-c", queue_if_busy=False)).state is SlotState.BUSY
+    assert (await _submit(queue, "3-0", "tok-c", busy=BusyMode.REJECT)).state is SlotState.BUSY
     assert (await queue.resume(T, "tok-d")).state is SlotState.BUSY
     assert await warnings.peek(T, "live-run") == ["loop"]
     assert await locks.keep(holder.lock) == (True, True)  # the stop is still the holder's

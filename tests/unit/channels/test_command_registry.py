@@ -39,7 +39,7 @@ def test_every_command_fits_every_menu() -> None:
 
 def test_help_lists_every_command_in_the_platforms_own_syntax() -> None:
     for spec in COMMANDS:
-        assert f"/{spec.name} — " in HELP_TEXT
+        assert f"{spec.usage()} — " in HELP_TEXT
     slack = help_text(syntax_for(Platform.SLACK, slack_command="/sb", prefix="!"))
     assert "/sb stop — " in slack and "!stop" in slack
 

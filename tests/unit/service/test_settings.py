@@ -52,7 +52,7 @@ def test_defaults_match_the_contract() -> None:
     assert s.telegram_mode == "polling"
     assert s.slack_api_base == "https://slack.com/api/"
     assert s.discord_api_base == "https://discord.com/api/v10"
-    assert s.busy == "queue" and s.rate_limit_per_minute == 20
+    assert s.busy == "steer" and s.collect_ms == 1500 and s.rate_limit_per_minute == 20
     assert not s.any_platform
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from channels.manager.hold import LockLost, ThreadHold
-from switchboard.state import Lock
+from switchboard.state import Lock, StopRequest
 
 __all__: list[str] = []
 
@@ -20,12 +20,12 @@ class LostAfter:
         self.beats = beats
         self.lost = asyncio.Event()
 
-    async def keep(self, lock: Lock) -> tuple[bool, bool]:
+    async def keep(self, lock: Lock) -> tuple[bool, StopRequest]:
         self.beats -= 1
         if self.beats < 0:
             self.lost.set()
             return False, False
-        return True, False
+        return True, StopRequest.NONE
 
     async def release(self, lock: Lock) -> bool:
         return True
@@ -40,14 +40,14 @@ LOCK = Lock("t1", "tok", 0.15)  # a beat every 50 ms
 async def test_a_lost_lock_cancels_the_body_and_raises_lock_lost() -> None:
     store = LostAfter(beats=1)
     with pytest.raises(LockLost):
-        async with ThreadHold(store, LOCK, on_stop=lambda: None):
+        async with ThreadHold(store, LOCK, on_stop=lambda _: None):
             await asyncio.sleep(5)
 
 
 async def test_protected_steps_back_to_back_both_finish_before_the_loss_cancels() -> None:
     store = LostAfter(beats=0)
     done: list[str] = []
-    hold = ThreadHold(store, LOCK, on_stop=lambda: None)
+    hold = ThreadHold(store, LOCK, on_stop=lambda _: None)
     with pytest.raises(LockLost):
         async with hold:
             with hold.protected():  # a send under way when the loss is seen

@@ -425,7 +425,7 @@ async def test_a_failing_keeper_beat_does_not_stop_the_keeper(error: Exception) 
             return await ports.locks.request_stop(thread_id)
 
     with capture_logs():
-        async with ThreadHold(FlakyLocks(), slot.lock, on_stop=lambda: None) as hold:
+        async with ThreadHold(FlakyLocks(), slot.lock, on_stop=lambda _: None) as hold:
             await wait_until(lambda: len(beats) >= 3, timeout=5.0)
     assert not hold.lost
     assert ports.queue.holder("t1") == "tok"
