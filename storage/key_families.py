@@ -65,7 +65,7 @@ FAMILIES: tuple[KeyFamily, ...] = (
     _f("{<thread>}:cp:<part>", rf"{_T}:cp:(idx|chk|blob|wr|widx|ridx)", _CHECKPOINT),
     _f(
         "{<thread>}:<turn state>",
-        rf"{_T}:(lock|stop|q|qmsg|done|tries|ledger|warn|question"
+        rf"{_T}:(lock|stop|q|qmsg|done|tries|ledger|busy|warn|question"
         r"|remote|ctx:mark|ctx:cache)",
     ),
     _f(

@@ -39,6 +39,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{<thread_id>}:done`                      | zset   | 1 day, trimmed on write    | thread_queue.py  |
 | `sb:{<thread_id>}:tries`                     | hash   | 1 day, refreshed on write  | thread_queue.py  |
 | `sb:{<thread_id>}:ledger`                    | hash   | 1 day (deleted at finish)  | thread_queue.py  |
+| `sb:{<thread_id>}:busy`                      | string | 30 d, refreshed on use     | thread_queue.py  |
 | `sb:{<thread_id>}:warn`                      | hash   | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
