@@ -1,9 +1,10 @@
 """The built-in agent (`SWITCHBOARD_AGENT=builtin`): `create_agent` with our tools and middleware.
 
 The graph is compiled once with the model, the built-in tools plus any MCP tools, the history
-window (`agent.history_window`, a summarising `before_model` step that runs after any middleware
-adding messages to the request's state, so it sees them), one model-call middleware (thread repair
-around loop detection) and the Redis checkpointer; turns run through
+window (`agent.history_window`, a summarising `before_model` step over the thread as stored;
+messages steered into a run join the request after it and count from the next model call), one
+model-call middleware (steering, thread repair around loop detection) and the Redis
+checkpointer; turns run through
 `LocalGraphRunner`. Reloading MCP tools (the admin API changed the config) compiles a new graph
 and swaps it in; runs already going finish on the old one.
 """
