@@ -26,7 +26,7 @@ class LeaseRow:
 class Overview:
     role: str
     version: str
-    platforms: list[tuple[str, str]]  # (platform, "connected" / "down" / "receiving webhooks")
+    platforms: list[tuple[str, str]]  # (platform, "connected" / "down" / "running": no live signal)
     leases: list[LeaseRow]
     inbox: InboxSummary
     inbox_wait_s: float | None  # how long the oldest unfinished message has waited
@@ -65,7 +65,7 @@ async def read_overview(src: ConsoleSources) -> Overview:
     platforms = [
         (
             c.platform,
-            "receiving webhooks" if c.healthy is None else ("connected" if c.healthy else "down"),
+            "running" if c.healthy is None else ("connected" if c.healthy else "down"),
         )
         for c in src.connections()
     ]

@@ -15,10 +15,12 @@ __all__ = ["NAV", "page", "redirect"]
 
 NAV = (
     ("/admin", "Overview"),
+    ("/admin/conversations", "Conversations"),
     ("/admin/failures", "Failures"),
     ("/admin/accounts", "Accounts"),
     ("/admin/links", "Links"),
     ("/admin/usage", "Usage"),
+    ("/admin/feedback", "Feedback"),
 )
 
 _env = Environment(

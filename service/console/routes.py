@@ -3,6 +3,8 @@ POSTs that change, through the stores and desks the JSON admin API and the CLI c
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
@@ -10,10 +12,12 @@ from fastapi.responses import HTMLResponse, Response
 from channels.usage import usd_to_micros
 from service.admin_auth import AdminAuth
 from service.console.auth import Guarded, Visit, add_login
+from service.console.conversations import platform_of, recent_turns
 from service.console.overview import read_overview
 from service.console.pages import page
 from service.console.signing import Signer
 from service.console.sources import ConsoleSources
+from service.feedback_api import parse_since
 from service.limits import check_limit_usd
 from service.usage_api import check_user
 from storage import AccountError, LinkError, UsageLimits, is_wellformed_id
@@ -42,10 +46,12 @@ def add_console(app: FastAPI, src: ConsoleSources, *, auth: AdminAuth) -> None:
     guard = add_login(app, src, Signer(key), auth)
     for path, handler in (
         ("/admin", _overview(src)),
+        ("/admin/conversations", _conversations(src)),
         ("/admin/failures", _failures(src)),
         ("/admin/accounts", _accounts(src)),
         ("/admin/links", _links(src)),
         ("/admin/usage", _usage(src)),
+        ("/admin/feedback", _feedback(src)),
     ):
         guard(path, handler)
 
@@ -58,6 +64,35 @@ def _overview(src: ConsoleSources) -> Guarded:
             here="/admin",
             csrf=visit.csrf,
             o=await read_overview(src),
+        )
+
+    return show
+
+
+def _conversations(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        thread_id, key = visit.get("thread"), visit.get("key")
+        if thread_id:
+            return page(
+                "thread.html",
+                title="Conversation",
+                here="/admin/conversations",
+                csrf=visit.csrf,
+                key=key,
+                platform=platform_of(key),
+                thread_id=thread_id,
+                state=await src.queue.state(thread_id),
+                turns=await recent_turns(src.checkpoints, thread_id),
+                show_text=src.settings.admin_show_text == "on",
+            )
+        listed = await src.threads.recent()
+        states = await asyncio.gather(*(src.queue.state(c.thread_id) for c in listed))
+        return page(
+            "conversations.html",
+            title="Conversations",
+            here="/admin/conversations",
+            csrf=visit.csrf,
+            rows=[(c, platform_of(c.key), s) for c, s in zip(listed, states, strict=True)],
         )
 
     return show
@@ -223,3 +258,28 @@ async def _change_usage(src: ConsoleSources, visit: Visit, platform: str, user_i
         await src.usage.set_limits(platform, user_id, UsageLimits(daily, weekly))
         return "Limits saved."
     raise ValueError("unknown action")
+
+
+def _feedback(src: ConsoleSources) -> Guarded:
+    async def show(visit: Visit) -> Response:
+        since_text, error, votes = visit.get("since") or "7d", "", []
+        status = 200
+        if src.feedback is None:
+            error = "Votes are off (SWITCHBOARD_FEEDBACK=off)."
+        else:
+            try:
+                votes = await src.feedback.recent(since=parse_since(since_text), limit=200)
+            except ValueError as exc:
+                error, status = str(exc), 422
+        return page(
+            "feedback.html",
+            title="Feedback",
+            here="/admin/feedback",
+            csrf=visit.csrf,
+            since=since_text,
+            votes=votes,
+            error=error,
+            status=status,
+        )
+
+    return show

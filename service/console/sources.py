@@ -9,7 +9,18 @@ from typing import Any
 
 from channels.usage import UsageDesk
 from service.settings import Settings
-from storage import Accounts, ConsoleSessions, FailureLog, Inbox, Leases, Links
+from storage import (
+    Accounts,
+    ConsoleSessions,
+    FailureLog,
+    FeedbackStore,
+    Inbox,
+    Leases,
+    Links,
+    RedisCheckpointSaver,
+    ThreadMap,
+    ThreadQueue,
+)
 
 __all__ = ["ConnectionState", "ConsoleSources", "LeaseState"]
 
@@ -40,7 +51,11 @@ class ConsoleSources:
     inbox: Inbox
     leases: Leases
     redis: Any  # the service's client (single node or cluster), for INFO
+    threads: ThreadMap  # with the service's thread TTL: activity is read from it
+    queue: ThreadQueue
+    checkpoints: RedisCheckpointSaver  # read only
     usage: UsageDesk | None = None
+    feedback: FeedbackStore | None = None  # votes on answers (None: SWITCHBOARD_FEEDBACK=off)
     connections: Callable[[], Sequence[ConnectionState]] = tuple
     lease_states: Callable[[], Sequence[LeaseState]] = tuple
     redis_policy: Callable[[], str | None] = lambda: None
