@@ -3,6 +3,7 @@ handful of round trips when an admin opens the page (nothing here runs on a turn
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ class Overview:
     leases: list[LeaseRow]
     inbox: InboxSummary
     inbox_wait_s: float | None  # how long the oldest unfinished message has waited
+    busiest: list[tuple[str, str, int]]  # (conversation key, thread id, queued) of recent ones
     redis_used: str
     redis_max: str
     redis_policy: str
@@ -81,6 +83,13 @@ async def read_overview(src: ConsoleSources) -> Overview:
         used, most = _memory(await src.redis.info("memory"))
     except RedisError:
         used, most = "unknown", "unknown"  # INFO may be renamed or denied on managed services
+    recent = await src.threads.recent()
+    states = await asyncio.gather(*(src.queue.state(c.thread_id) for c in recent))
+    queued = sorted(
+        ((c.key, c.thread_id, s.unanswered) for c, s in zip(recent, states, strict=True)),
+        key=lambda row: row[2],
+        reverse=True,
+    )
     failures = await src.failures.recent()
     hour = [f for f in failures if f.at >= now - 3600]
     return Overview(
@@ -90,6 +99,7 @@ async def read_overview(src: ConsoleSources) -> Overview:
         leases=leases,
         inbox=inbox,
         inbox_wait_s=max(0.0, now - inbox.oldest_at) if inbox.oldest_at else None,
+        busiest=[row for row in queued if row[2] > 0][:5],
         redis_used=used,
         redis_max=most,
         redis_policy=src.redis_policy() or "unknown (CONFIG GET denied)",
