@@ -21,6 +21,7 @@ from channels.message import InboundMessage, Platform
 from service.app import build_core
 from service.settings import Settings
 from storage import connect
+from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.recording_adapter import RecordingAdapter
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.support import wait_until
@@ -106,3 +107,51 @@ async def test_a_reply_lost_on_a_new_conversation_still_gives_one_thread(
         await manager.idle(timeout=60)
         assert adapter.texts()[-1] == f"You first said: echo first {n}"
     assert len(adapter.texts()) == 22
+
+
+async def test_a_reply_lost_around_a_steered_message_loses_and_duplicates_nothing(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    # A correction sent while the agent waits on its first model call is absorbed before the
+    # second: drop the n-th Redis reply from its delivery on (its intake, the absorb, the finish
+    # that answers it with the batch). Each correction must be answered exactly once.
+    model = FakeOpenAI(delay=0.5)
+    await model.start()
+    host, port = redis_url.split("//")[1].split("/")[0].split(":")
+    proxy = TcpProxy(host, int(port))
+    await proxy.start()
+    client = connect(proxy.url)
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        access="open",
+        redis_prefix=prefix,
+        data_dir=tmp_path,
+        lock_ttl_s=1.0,
+        rate_limit_per_minute=100_000,
+        model="openai:gpt-4o-mini",
+        openai_base_url=model.base_url,
+        openai_api_key=API_KEY,
+        streaming="off",
+        busy="steer",
+    )
+    try:
+        async with build_core(settings, client) as core:
+            adapter = RecordingAdapter()
+            core.manager.register(adapter)
+            for n in range(1, 13):
+                chat, asked = f"S{n}", len(model.requests)
+                await core.manager.deliver(dm("what time is it", 300 + n, chat=chat))
+                await wait_until(lambda: len(model.requests) > asked)  # noqa: B023
+                proxy.drop_reply(n)
+                await core.manager.deliver(dm(f"correction c{n}x", 400 + n, chat=chat))
+                await wait_until(lambda: proxy.armed == 0, timeout=30)
+                await core.manager.idle(timeout=60)
+            texts = adapter.texts()
+    finally:
+        await client.aclose()
+        await proxy.stop()
+        await model.stop()
+    assert not [t for t in texts if t.startswith("Sorry")], texts
+    assert len(texts) < 24, texts  # most corrections were steered into the run's answer
+    for n in range(1, 13):
+        assert sum(f"c{n}x" in t for t in texts) == 1, (n, texts)

@@ -186,6 +186,45 @@ async def test_a_worker_killed_after_the_first_of_three_chunks_leaves_only_the_r
     assert len(model.requests) == 1  # the survivor resent from the ledger
 
 
+async def test_a_worker_killed_while_a_steered_message_is_pending_answers_it_once(
+    fake: FakeTelegram, model: FakeOpenAI, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    # The correction joins the run before its second model call; the worker dies during that
+    # call. Nothing of the run was recorded, so the survivor answers both messages, once.
+    model.delay = 1.5
+    env = _model_env(model, SWITCHBOARD_BUSY="steer")
+    first = Worker(fake, redis_url, prefix, tmp_path / "a", env=env)
+    second = Worker(fake, redis_url, prefix, tmp_path / "b", env=env)
+    chat = fake.dm(ANN)
+    try:
+        await first.start()
+        async with first.http() as http:
+            await post_until_taken(http, fake.say(chat, ANN, "what time is it", push=False))
+            await wait_until(lambda: len(model.requests) == 1, timeout=30)
+            await post_until_taken(http, fake.say(chat, ANN, "berlin-tok please", push=False))
+        await wait_until(lambda: len(model.requests) == 2, timeout=30)
+        assert any("berlin-tok" in str(m.get("content")) for m in model.requests[1].messages)
+        await first.kill()  # the steered message is taken in, its answer not yet written
+        assert fake.bot_texts(ANN["id"]) == []
+        await second.start()
+        await wait_until(lambda: len(fake.bot_texts(ANN["id"])) >= 1, timeout=60)
+        await wait_until(lambda: _all_answered(redis_url, prefix), timeout=30)
+        await asyncio.sleep(3)  # time for a duplicate to show up
+    finally:
+        await first.stop()
+        await second.stop()
+    texts = fake.bot_texts(ANN["id"])
+    assert len(texts) == 1, texts
+    last_users = [
+        [str(m.get("content")) for m in r.messages if m.get("role") == "user"]
+        for r in model.requests[2:]
+    ]
+    # the survivor's run had both messages, in order, as one batch
+    assert any(u and u[-1] == "what time is it\n\nberlin-tok please" for u in last_users), (
+        last_users
+    )
+
+
 async def _all_answered(redis_url: str, prefix: str) -> bool:
     """No unfinished inbox entry and no thread with a queued message."""
     client = connect(redis_url, cluster=_CLUSTER)
