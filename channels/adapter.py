@@ -59,6 +59,7 @@ class Markup(StrEnum):
 class AckKind(StrEnum):
     RECEIVED = "received"  # the message was accepted (Slack's 👀 on receipt)
     QUEUED = "queued"  # the thread is busy; the message waits for the next turn
+    STEERED = "steered"  # the message joined the answer being written (`busy=steer`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +70,18 @@ class Capabilities:
     can_edit: bool = True
     buttons: bool = True
     reactions: bool = True
+    votes: Literal["buttons", "reactions", "none"] = "none"  # how an answer is rated here
 
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """One platform message: `text` in the platform's markup, `plain` the same words unformatted
-    (Telegram falls back to it when the server rejects the entities)."""
+    (Telegram falls back to it when the server rejects the entities). With `vote_run`, an
+    adapter whose votes are buttons puts its 👍/👎 under this message."""
 
     text: str
     plain: str
+    vote_run: str = ""  # the last chunk of a final answer that can be rated: its run id
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,7 +216,7 @@ class EditStream:
         self._sleep = sleep
         self._partial = Partial()
         self._ids: list[str] = []  # the messages shown so far, oldest first
-        self._texts: list[str] = []  # what each of them shows
+        self._texts: list[tuple[str, str]] = []  # what each of them shows (text, vote run)
         self._throttle: Throttle[Partial] = Throttle(
             self._show, interval=interval, clock=clock, sleep=sleep
         )
@@ -263,12 +263,12 @@ class EditStream:
         Messages past the partial's count are left alone (the final settles them)."""
         for i, chunk in enumerate(partial_chunks(partial, self._caps)):
             if i < len(self._ids):
-                if self._texts[i] != chunk.text:
+                if self._texts[i] != _shown(chunk):
                     await self._ops.edit(self._ids[i], chunk)
-                    self._texts[i] = chunk.text
+                    self._texts[i] = _shown(chunk)
             else:
                 self._ids.append(await self._ops.post(chunk, not self._ids))
-                self._texts.append(chunk.text)
+                self._texts.append(_shown(chunk))
 
     async def _settle_on(self, chunks: list[Chunk]) -> None:
         """Make the messages read exactly `chunks`: edit the shown ones, send the rest, delete
@@ -276,11 +276,11 @@ class EditStream:
         deleted meanwhile) becomes a new message; a rate limit is waited out."""
         for i, chunk in enumerate(chunks):
             if i < len(self._ids):
-                if self._texts[i] == chunk.text:
+                if self._texts[i] == _shown(chunk):
                     continue
                 try:
                     await _patiently(lambda i=i, chunk=chunk: self._ops.edit(self._ids[i], chunk))
-                    self._texts[i] = chunk.text
+                    self._texts[i] = _shown(chunk)
                     continue
                 except PlatformError as exc:
                     if isinstance(exc, PlatformRateLimited):
@@ -290,7 +290,7 @@ class EditStream:
                     await self._drop_from(i)
             posted = await _patiently(lambda chunk=chunk: self._ops.post(chunk, not self._ids))
             self._ids.append(posted)
-            self._texts.append(chunk.text)
+            self._texts.append(_shown(chunk))
         await self._drop_from(len(chunks))
 
     async def _drop_from(self, index: int) -> None:
@@ -304,6 +304,12 @@ class EditStream:
 
     async def _take_back(self) -> None:
         await self._drop_from(0)
+
+
+def _shown(chunk: Chunk) -> tuple[str, str]:
+    """What a message shows: its text, and the feedback buttons of a rated answer (a final
+    text equal to the last partial one still needs its buttons added)."""
+    return chunk.text, chunk.vote_run
 
 
 async def _patiently(call: Callable[[], Awaitable[T]]) -> T:

@@ -14,7 +14,7 @@ import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as redis
 import structlog
@@ -47,9 +47,11 @@ from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
     Accounts,
+    ConsoleSessions,
     ContextRecords,
     Dedupe,
     FailureLog,
+    FeedbackStore,
     Inbox,
     Keys,
     Leases,
@@ -69,6 +71,10 @@ from storage import (
     open_redis,
 )
 from switchboard.errors import ConfigError
+from switchboard.state import BusyMode
+
+if TYPE_CHECKING:
+    from service.console import ConsoleSources
 
 __all__ = [
     "Core",
@@ -139,6 +145,7 @@ async def build_core(
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
         failures=FailureLog(client, keys=keys),
+        feedback=FeedbackStore(client, keys=keys) if settings.feedback == "on" else None,
     )
     checkpointer = RedisCheckpointSaver(
         client,
@@ -187,6 +194,12 @@ async def build_core(
         if settings.summary_model
         else None,
     )
+    if settings.busy == "steer" and not runtime.steers:
+        _log.warning(
+            "agent.steer_unavailable",
+            backend=runtime.kind,
+            detail="this agent cannot take messages mid-run: SWITCHBOARD_BUSY=steer works as queue",
+        )
     usage = build_usage_desk(settings, client, keys)
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)
@@ -198,7 +211,8 @@ async def build_core(
         stores=stores,
         access=access,
         config=ManagerConfig(
-            busy=settings.busy,
+            busy=BusyMode(settings.busy),
+            collect_s=settings.collect_ms / 1000,
             model_name=settings.model,
             max_input_chars=settings.max_input_chars,
             max_concurrent_turns=settings.max_concurrent_turns,
@@ -212,6 +226,7 @@ async def build_core(
             observe_keep=settings.telegram_observe,
             command_prefix=settings.command_prefix,
             slack_command=settings.slack_command,
+            feedback=settings.feedback == "on",
         ),
         usage=usage,
     )
@@ -268,6 +283,7 @@ def build_adapters(
                     settings, client, SharedTelegramPacer, _telegram_owner(settings)
                 ),
                 observe=settings.telegram_observe > 0,
+                votes=settings.feedback == "on",
             )
         )
     if settings.slack_enabled:
@@ -466,6 +482,8 @@ async def _start_http(
         webhooks=_webhooks(core.adapters) if settings.role != "worker" else {},
         mcp_file=core.mcp_file,
         mcp_agent=core.runtime if isinstance(core.runtime, BuiltinAgent) else None,
+        console=_console_sources(core),
+        feedback=FeedbackStore(core.redis, keys=core.keys),
     )
     config = uvicorn.Config(
         app,
@@ -497,6 +515,34 @@ async def _start_http(
             await asyncio.wait_for(server_task, 10)
 
     stack.push_async_callback(stop_server)
+
+
+def _console_sources(core: Core) -> ConsoleSources:
+    """The operator console reads this process's adapters and leases, and the shared stores."""
+    from service.console import ConnectionState, ConsoleSources, LeaseState
+
+    client, keys = core.redis, core.keys
+    return ConsoleSources(
+        settings=core.settings,
+        accounts=core.accounts,
+        links=core.links,
+        sessions=ConsoleSessions(client, keys=keys),
+        failures=FailureLog(client, keys=keys),
+        inbox=Inbox(client, keys=keys),
+        leases=Leases(client, keys=keys, ttl_s=core.settings.lock_ttl_s),
+        redis=client,
+        threads=ThreadMap(client, keys=keys, ttl_s=core.settings.thread_ttl_days * 24 * 3600),
+        queue=ThreadQueue(client, keys=keys, lock_ttl_s=core.settings.lock_ttl_s),
+        checkpoints=RedisCheckpointSaver(client, prefix=core.settings.redis_prefix),
+        usage=core.usage,
+        feedback=FeedbackStore(client, keys=keys) if core.settings.feedback == "on" else None,
+        connections=lambda: [
+            ConnectionState(str(a.platform), a.healthy if isinstance(a, ReportsHealth) else None)
+            for a in core.adapters
+        ],
+        lease_states=lambda: [LeaseState(o.name, o.owner) for o in core.owners],
+        redis_policy=lambda: core.redis_policy,
+    )
 
 
 async def wait_for_signal() -> None:

@@ -84,7 +84,12 @@ class Settings(BaseSettings):
     )
     """`on`: the operator console shows message and reply text in a thread's recent turns."""
 
-    busy: Literal["queue", "reject"] = Field("queue", validation_alias=_env("SWITCHBOARD_BUSY"))
+    busy: Literal["steer", "collect", "interrupt", "queue", "reject"] = Field(
+        "steer", validation_alias=_env("SWITCHBOARD_BUSY")
+    )
+    """What a message does while its conversation's turn runs; `/queue MODE` per conversation."""
+    collect_ms: int = Field(1500, ge=0, le=60_000, validation_alias=_env("SWITCHBOARD_COLLECT_MS"))
+    """`collect`: how long the first message of a burst waits for the rest."""
     max_concurrent_turns: int = Field(
         64, ge=2, le=10_000, validation_alias=_env("SWITCHBOARD_MAX_CONCURRENT_TURNS")
     )
@@ -92,6 +97,7 @@ class Settings(BaseSettings):
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
     )
     streaming: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_STREAMING"))
+    feedback: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_FEEDBACK"))
     """`on`: replies appear as they are written; `off`: one final message."""
     role: Literal["all", "ingress", "worker"] = Field(
         "all", validation_alias=_env("SWITCHBOARD_ROLE")

@@ -70,6 +70,8 @@ from channels.discord.events import (
     strip_mention,
     thread_name,
     to_inbound,
+    vote_custom_id,
+    vote_to_inbound,
 )
 from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
 from channels.discord.history import DiscordHistory
@@ -102,6 +104,7 @@ LIMITS = Capabilities(
     can_edit=True,
     buttons=True,
     reactions=True,
+    votes="buttons",
 )
 
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
@@ -118,7 +121,7 @@ _MAX_BUTTONS = 25
 _RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubles each time
 _RESTART_MAX_S = 60.0
 _READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
-_ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀"}
+_ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀", AckKind.STEERED: "✍️"}
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
 _log = structlog.get_logger(__name__)
@@ -132,6 +135,24 @@ def _followup_handle(msg: InboundMessage) -> tuple[str, str] | None:
     if msg.button is not None and raw.get("token") and raw.get("application_id"):
         return str(raw["application_id"]), str(raw["token"])
     return None
+
+
+def _vote_view(chunk: Chunk) -> discord.ui.View | None:
+    """👍/👎 under an answer that can be rated (`chunk.vote_run`); None for any other message,
+    which also takes an edited message's buttons away."""
+    if not chunk.vote_run:
+        return None
+    view = discord.ui.View(timeout=None)
+    for value, emoji in (("up", "👍"), ("down", "👎")):
+        view.add_item(
+            discord.ui.Button(
+                emoji=emoji,
+                custom_id=vote_custom_id(value, chunk.vote_run),
+                style=discord.ButtonStyle.secondary,
+            )
+        )
+    view.stop()  # presses are decoded from the custom id, so discord.py need not store it
+    return view
 
 
 def _remember(store: OrderedDict[str, Any], key: str, value: Any) -> None:
@@ -636,11 +657,11 @@ class DiscordAdapter:
     async def _handle_press(
         self, payload: dict[str, Any], interaction: discord.Interaction
     ) -> None:
-        msg = press_to_inbound(payload)
-        if msg is None or msg.button is None:
+        msg = press_to_inbound(payload) or vote_to_inbound(payload)
+        if msg is None:
             return
         structlog.contextvars.bind_contextvars(
-            platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.button.interaction_id
+            platform=_PLATFORM, chat_id=msg.chat_id, event_id=str(payload.get("id"))
         )
         try:
             with routed_webhooks(self._webhooks):
@@ -648,7 +669,10 @@ class DiscordAdapter:
                     await interaction.response.defer()
         except PlatformError as exc:
             _log.warning("discord.press_ack_failed", code=exc.code)
-        _log.info("button.pressed", question_id=msg.button.question_id)
+        if msg.button is not None:
+            _log.info("button.pressed", question_id=msg.button.question_id)
+        else:
+            _log.info("vote.pressed")
         await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     # -- outbound -----------------------------------------------------------------------------
@@ -688,7 +712,7 @@ class DiscordAdapter:
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
 
     async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
-        return await self._send_all(target, chunks)
+        return await self._send_all(target, chunks, _vote_view(chunks[-1]) if chunks else None)
 
     async def ask(
         self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
@@ -716,6 +740,9 @@ class DiscordAdapter:
             channel = self._messageable(target.chat_id)
             reference = self._reference(target) if first else None
             extra: dict[str, Any] = {"reference": reference} if reference is not None else {}
+            view = _vote_view(chunk)
+            if view is not None:
+                extra["view"] = view
             await self._pacing.send(target.chat_id)
             async with translated("send"):
                 sent = await channel.send(chunk.text, allowed_mentions=_NO_PINGS, **extra)
@@ -773,7 +800,9 @@ class DiscordAdapter:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))
         await self._pacing.send(target.chat_id)
         async with translated("edit"):
-            await message.edit(content=chunk.text, view=None, allowed_mentions=_NO_PINGS)
+            await message.edit(
+                content=chunk.text, view=_vote_view(chunk), allowed_mentions=_NO_PINGS
+            )
 
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
         if msg.button is not None:
@@ -786,7 +815,8 @@ class DiscordAdapter:
                 await message.add_reaction(_ACK_EMOJI[kind])
         except PlatformError as exc:
             _log.warning("discord.reaction_failed", code=exc.code)
-            await self.send(msg.target, [Chunk(text=_ACK_NOTICE, plain=_ACK_NOTICE)])
+            if kind is AckKind.QUEUED:  # only a promise to answer later is worth a message
+                await self.send(msg.target, [Chunk(text=_ACK_NOTICE, plain=_ACK_NOTICE)])
 
     @contextlib.asynccontextmanager
     async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:

@@ -47,7 +47,7 @@ from discord.http import HTTPClient, Route
 from discord.state import ConnectionState
 from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
-from channels.discord.events import parse_custom_id
+from channels.discord.events import is_our_button
 
 __all__ = [
     "DEFAULT_API_BASE",
@@ -202,7 +202,7 @@ class TappedState(ConnectionState):
             except Exception:
                 _log.exception("discord.command_tap_failed")
         custom_id = str((data.get("data") or {}).get("custom_id", ""))
-        if data.get("type") != 3 or not parse_custom_id(custom_id) or self.on_press is None:
+        if data.get("type") != 3 or not is_our_button(custom_id) or self.on_press is None:
             super().parse_interaction_create(data)
             return
         try:

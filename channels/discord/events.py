@@ -4,8 +4,9 @@ Everything here works on the wire dicts (MESSAGE_CREATE / INTERACTION_CREATE `d`
 tested without a socket. The adapter (`channels/discord.py`) supplies what a payload cannot say on
 its own: whether the channel is a thread the bot owns, and the thread it just created for a mention.
 
-Button custom ids are `q:<question_id>:<option index>`; any process can decode a press from the id
-alone, so presses survive restarts without discord.py's stored views.
+Button custom ids are `q:<question_id>:<option index>` (a question's options) and
+`fb:<up|down>:<run_id>` (the feedback buttons under an answer); any process can decode a press
+from the id alone, so presses survive restarts without discord.py's stored views.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.commands import Place, command_spec
-from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from channels.message import (
+    Attachment,
+    ButtonPress,
+    InboundMessage,
+    NativeCommand,
+    Platform,
+    Vote,
+)
 from switchboard.conversation import ContextMessage
 
 __all__ = [
@@ -25,8 +33,10 @@ __all__ = [
     "author_name",
     "command_to_inbound",
     "is_for_bot",
+    "is_our_button",
     "mentions_bot",
     "parse_custom_id",
+    "parse_vote_custom_id",
     "press_to_inbound",
     "question_custom_id",
     "readable_content",
@@ -35,6 +45,8 @@ __all__ = [
     "thread_name",
     "to_context",
     "to_inbound",
+    "vote_custom_id",
+    "vote_to_inbound",
 ]
 
 THREAD_NAME_MAX = 100  # Discord rejects longer thread names
@@ -42,6 +54,7 @@ _DEFAULT_THREAD_NAME = "Switchboard"
 _USER_MESSAGE_TYPES = frozenset({0, 19})  # DEFAULT, REPLY; system messages are never for us
 _COMPONENT_INTERACTION = 3
 _CUSTOM_ID = re.compile(r"^q:(?P<qid>[^:]{1,90}):(?P<index>\d{1,2})$")
+_VOTE_ID = re.compile(r"^fb:(?P<value>up|down):(?P<run>[^:]{1,90})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,4 +299,51 @@ def press_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
             question_id=parsed[0], option_index=parsed[1], interaction_id=str(payload["id"])
         ),
         raw=dict(payload),
+    )
+
+
+def vote_custom_id(value: str, run_id: str) -> str:
+    return f"fb:{value}:{run_id}"
+
+
+def parse_vote_custom_id(custom_id: str) -> tuple[str, str] | None:
+    """(value, run id) for one of our feedback buttons; None for anything else."""
+    match = _VOTE_ID.match(custom_id)
+    if match is None:
+        return None
+    return match["value"], match["run"]
+
+
+def is_our_button(custom_id: str) -> bool:
+    """A question option or a feedback button of ours (anything else is discord.py's)."""
+    return parse_custom_id(custom_id) is not None or parse_vote_custom_id(custom_id) is not None
+
+
+def vote_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
+    """A press on the feedback buttons under one of our answers, as the presser's vote."""
+    if payload.get("type") != _COMPONENT_INTERACTION:
+        return None
+    parsed = parse_vote_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
+    if parsed is None:
+        return None
+    member = payload.get("member")
+    user = (member or {}).get("user") or payload.get("user") or {}
+    guild_id = str(payload.get("guild_id") or "")
+    channel_id = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
+    message_id = str((payload.get("message") or {}).get("id") or "")
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=str(channel_id),
+        sender_id=str(user.get("id", "")),
+        sender_name=_display_name(user, member),
+        text="",
+        provider_message_id=message_id or str(payload["id"]),
+        is_dm=not guild_id,
+        vote=Vote(
+            value=parsed[0],
+            run_id=parsed[1],
+            message_id=message_id,
+            interaction_id=str(payload["id"]),
+        ),
     )

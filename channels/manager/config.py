@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from agent.result import TurnContext, TurnResult
+from channels.manager.feedback import VoteStore
 from channels.manager.ports import (
     ContextStore,
     DedupeStore,
@@ -18,6 +19,7 @@ from channels.manager.ports import (
     RateStore,
     ThreadStore,
 )
+from switchboard.state import BusyMode
 
 __all__ = ["ManagerConfig", "ManagerStores", "TurnRunner"]
 
@@ -43,12 +45,14 @@ class ManagerStores:
     questions: QuestionStore
     rate: RateStore
     context: ContextStore | None = None  # conversation context (None: turns get none)
+    feedback: VoteStore | None = None  # votes on answers (None: answers cannot be rated)
     failures: FailureStore | None = None  # failures by reference id, for the console
 
 
 @dataclass(frozen=True, slots=True)
 class ManagerConfig:
-    busy: Literal["queue", "reject"] = "queue"
+    busy: BusyMode = BusyMode.STEER  # what a message does while its conversation's turn runs
+    collect_s: float = 1.5  # `collect`: how long a burst's first message waits for the rest
     model_name: str = "demo"
     turn_timeout_s: float = 600.0
     max_input_chars: int = 32_000  # a pasted log or book would cost more than it could help
@@ -68,3 +72,4 @@ class ManagerConfig:
     observe_keep: int = 50  # messages recorded per Telegram group for context (0: none)
     command_prefix: str = "!"  # `!stop`: commands where a platform takes `/word` (Slack threads)
     slack_command: str = "/switchboard"  # the Slack slash command, as `/help` shows it
+    feedback: bool = False  # answers carry 👍/👎 buttons, or a reaction on them is a vote

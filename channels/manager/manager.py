@@ -19,6 +19,7 @@ from channels.manager.codec import CorruptPayload, decode_message, encode_messag
 from channels.manager.commands import CommandDesk
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome
+from channels.manager.feedback import FeedbackGate
 from channels.manager.gates import (
     AccessAndRate,
     BudgetGate,
@@ -74,6 +75,7 @@ class Manager:
             questions=questions,
             responder=say,
             config=config,
+            background=self._background,
             usage=usage,
         )
         extra: dict[str, ExtraCommand] = {}
@@ -88,6 +90,7 @@ class Manager:
             access=access,
             model_name=config.model_name,
             stop_local=self._turns.stop_local,
+            modes=self._turns,
             extra=extra,
             tools=getattr(runtime, "tool_names", None),
             slack_command=config.slack_command,
@@ -100,6 +103,7 @@ class Manager:
             [
                 ObserveGate(stores.context, access, keep=config.observe_keep),
                 DedupeGate(stores.dedupe),
+                FeedbackGate(stores.feedback if config.feedback else None, stores.threads),
                 AccessAndRate(
                     access, stores.rate, say, resolver=resolver, prefix=config.command_prefix
                 ),

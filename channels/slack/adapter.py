@@ -65,6 +65,7 @@ from channels.send_budget import LocalPacer, Pacer
 from channels.slack.blocks import question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
+    FEEDBACK_ACTION,
     BotIdentity,
     is_for_bot,
     parse_button_value,
@@ -75,7 +76,7 @@ from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
 from channels.slack.history import SlackHistory
 from channels.slack.pacing import SEND_LIMITS, SlackLimits, SlackPacing
 from channels.slack.retries import retry_handlers
-from channels.slack.stream import Refusals, SlackStream
+from channels.slack.stream import Refusals, SlackStream, chunk_blocks
 from switchboard.conversation import ContextMessage
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
 
@@ -100,9 +101,14 @@ LIMITS = Capabilities(
     can_edit=True,
     buttons=True,
     reactions=True,
+    votes="buttons",
 )
 
-_ACK_REACTIONS = {AckKind.RECEIVED: "eyes", AckKind.QUEUED: "hourglass_flowing_sand"}
+_ACK_REACTIONS = {
+    AckKind.RECEIVED: "eyes",
+    AckKind.QUEUED: "hourglass_flowing_sand",
+    AckKind.STEERED: "writing_hand",
+}
 _AUTH_ERRORS = frozenset(
     {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
 )
@@ -170,6 +176,7 @@ class SlackAdapter:
         self._app.event("app_mention")(self._on_event)
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
+        self._app.action(FEEDBACK_ACTION)(self._on_action)
         self._command = "/" + command.lstrip("/")
         self._app.command(self._command)(self._on_command)
         # Bolt answers 404 (Events API) or never acks (Socket Mode) what no listener matches, so
@@ -300,7 +307,7 @@ class SlackAdapter:
     # -- outbound ----------------------------------------------------------------------------
 
     async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
-        ids = [await self._post(target, chunk.text) for chunk in chunks]
+        ids = [await self._post(target, c.text, blocks=chunk_blocks(c)) for c in chunks]
         return SentRef(target.chat_id, tuple(ids))
 
     async def ask(

@@ -1,4 +1,5 @@
-"""Block Kit for clarification questions: the question text, then one button per option.
+"""Block Kit for clarification questions (the question text, then one button per option) and for
+rated answers (the answer's text, then Slack's feedback buttons).
 
 Each button's action_id and value are `q:<question_id>:<index>` (`slack_events.button_value`), which
 the adapter's action listener matches and `to_inbound` turns back into a `ButtonPress`. Block Kit's
@@ -10,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from channels.adapter import QuestionPrompt
-from channels.slack.events import BUTTON_PREFIX, button_value
+from channels.slack.events import BUTTON_PREFIX, FEEDBACK_ACTION, button_value, vote_value
 
-__all__ = ["question_blocks"]
+__all__ = ["answer_blocks", "question_blocks"]
 
 _SECTION_MAX = 3000  # Block Kit section text limit
 _BUTTONS_PER_BLOCK = 25  # Block Kit actions block limit
@@ -43,6 +44,38 @@ def question_blocks(text: str, prompt: QuestionPrompt) -> list[dict[str, Any]]:
                 "elements": buttons[start : start + _BUTTONS_PER_BLOCK],
             }
         )
+    return blocks
+
+
+def answer_blocks(text: str, run_id: str) -> list[dict[str, Any]]:
+    """Block Kit for an answer that can be rated: its text in sections, then a
+    `context_actions` block with a `feedback_buttons` element whose values are
+    `fb:<up|down>:<run_id>` (Slack shows the pressed one as chosen)."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": part}}
+        for part in _split_section(text)
+    ]
+    blocks.append(
+        {
+            "type": "context_actions",
+            "elements": [
+                {
+                    "type": "feedback_buttons",
+                    "action_id": FEEDBACK_ACTION,
+                    "positive_button": {
+                        "text": {"type": "plain_text", "text": "👍"},
+                        "value": vote_value("up", run_id),
+                        "accessibility_label": "Good answer",
+                    },
+                    "negative_button": {
+                        "text": {"type": "plain_text", "text": "👎"},
+                        "value": vote_value("down", run_id),
+                        "accessibility_label": "Bad answer",
+                    },
+                }
+            ],
+        }
+    )
     return blocks
 
 

@@ -12,6 +12,7 @@ Kept apart from the adapter's I/O so every rule here is tested on plain payload 
 | `message` twin of an `app_mention`      | the same message as the mention (same channel + ts),   |
 |                                         | so the manager's dedupe answers it once                |
 | `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
+| `block_actions` on our feedback buttons  | a `Vote` (`fb:up:<run>` / `fb:down:<run>`)            |
 | our slash command (`/switchboard stop`)  | `/stop` with `native` set: answered through its        |
 |                                          | `response_url`, privately as the registry says         |
 
@@ -27,21 +28,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.commands import Place, command_spec
-from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from channels.message import (
+    Attachment,
+    ButtonPress,
+    InboundMessage,
+    NativeCommand,
+    Platform,
+    Vote,
+)
 
 __all__ = [
     "BUTTON_PREFIX",
+    "FEEDBACK_ACTION",
     "SLACKBOT_USER_ID",
     "BotIdentity",
     "button_value",
     "is_for_bot",
     "parse_button_value",
+    "parse_vote_value",
     "slash_to_inbound",
     "to_inbound",
+    "vote_value",
 ]
 
 BUTTON_PREFIX = "q:"
 """Clarification buttons carry `q:<question_id>:<option index>` as action_id and value."""
+
+FEEDBACK_ACTION = "fb"
+"""The action_id of the feedback buttons under an answer; each button's value is
+`fb:<up|down>:<run_id>`."""
+_VOTE_VALUES = ("up", "down")
 
 _USER_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -71,6 +87,19 @@ def parse_button_value(value: str) -> tuple[str, int] | None:
     return question_id, int(index)
 
 
+def vote_value(value: str, run_id: str) -> str:
+    return f"{FEEDBACK_ACTION}:{value}:{run_id}"
+
+
+def parse_vote_value(raw: str) -> tuple[str, str] | None:
+    """`fb:<up|down>:<run_id>` → (value, run_id); None for anything else."""
+    prefix, _, rest = raw.partition(":")
+    value, _, run_id = rest.partition(":")
+    if prefix != FEEDBACK_ACTION or value not in _VOTE_VALUES or not run_id:
+        return None
+    return value, run_id
+
+
 def is_for_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
     """Whether a Slack event (the inner `event` object) is a person talking to, or possibly
     near, the bot. Thread replies without a mention pass: only the manager knows (from Redis)
@@ -97,7 +126,7 @@ def to_inbound(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | Non
     """A whole request body (Events API `event_callback` or a `block_actions` payload) as the
     normalised message, or None when it is not for the bot."""
     if body.get("type") == "block_actions":
-        return _button_press(body, me)
+        return _button_press(body, me) or _vote(body, me)
     event = body.get("event")
     if not isinstance(event, Mapping) or not is_for_bot(event, me):
         return None
@@ -199,6 +228,46 @@ def _button_press(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
             interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
         ),
         raw=body,
+    )
+
+
+def _vote(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """A press on the feedback buttons under one of our answers, as the presser's vote."""
+    action = next(
+        (
+            a
+            for a in body.get("actions") or ()
+            if isinstance(a, Mapping) and a.get("action_id") == FEEDBACK_ACTION
+        ),
+        None,
+    )
+    parsed = parse_vote_value(str(action.get("value") or "")) if action is not None else None
+    user = body.get("user") or {}
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    answer_ts = str(container.get("message_ts") or message.get("ts") or "")
+    if action is None or parsed is None or not user.get("id") or not channel or not answer_ts:
+        return None
+    value, run_id = parsed
+    is_dm = channel.startswith("D")
+    thread_ts = container.get("thread_ts") or message.get("thread_ts") or None
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str((body.get("team") or {}).get("id") or user.get("team_id") or me.team_id),
+        chat_id=channel,
+        sender_id=str(user["id"]),
+        sender_name=str(user.get("name") or user.get("username") or user["id"]),
+        text="",
+        provider_message_id=answer_ts,
+        is_dm=is_dm,
+        thread_anchor=thread_ts if is_dm else (thread_ts or answer_ts),
+        vote=Vote(
+            value=value,
+            run_id=run_id,
+            message_id=answer_ts,
+            interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
+        ),
     )
 
 

@@ -31,11 +31,12 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.message import ReplyTarget
+from channels.slack.blocks import answer_blocks
 from channels.slack.pacing import SlackPacing
 from channels.streaming import EditStream, MessageOps, Partial, Throttle, escape_markdown
 from switchboard.errors import PlatformError, PlatformRateLimited
 
-__all__ = ["APPEND_INTERVAL_S", "EDIT_INTERVAL_S", "Refusals", "SlackStream"]
+__all__ = ["APPEND_INTERVAL_S", "EDIT_INTERVAL_S", "Refusals", "SlackStream", "chunk_blocks"]
 
 APPEND_INTERVAL_S = 1.0  # appends to the stream
 EDIT_INTERVAL_S = 1.2  # chat.update is Tier 3: about 50 a minute
@@ -43,9 +44,15 @@ _MAX_STREAMED = 12_000  # markdown appended at most; the rest appears when the r
 _REMEMBERED = 4096
 
 Api = Callable[[Awaitable[AsyncSlackResponse]], Awaitable[AsyncSlackResponse]]
-Post = Callable[[ReplyTarget, str], Awaitable[str]]
+Post = Callable[..., Awaitable[str]]  # (target, text, *, blocks=None) -> the message's ts
 
 _log = structlog.get_logger(__name__)
+
+
+def chunk_blocks(chunk: Chunk) -> list[dict[str, Any]] | None:
+    """The blocks a message needs beyond its text: an answer that can be rated carries
+    Slack's feedback buttons under it; any other message none."""
+    return answer_blocks(chunk.text, chunk.vote_run) if chunk.vote_run else None
 
 
 class Refusals:
@@ -122,7 +129,7 @@ class SlackStream:
             return await self._edits.finish(chunks)
         ts = self._ts
         if ts is None:  # nothing was streamed
-            ids = [await self._post(self._target, chunk.text) for chunk in chunks]
+            ids = [await self._post_chunk(chunk) for chunk in chunks]
             return SentRef(self._target.chat_id, tuple(ids))
         await self._stop(ts)
         if not chunks:
@@ -132,7 +139,10 @@ class SlackStream:
             await self._pacing.update(self._target.chat_id, self._target.workspace_id)
             await self._api(
                 self._client.chat_update(
-                    channel=self._target.chat_id, ts=ts, text=chunks[0].text, blocks=[]
+                    channel=self._target.chat_id,
+                    ts=ts,
+                    text=chunks[0].text,
+                    blocks=chunk_blocks(chunks[0]) or [],
                 )
             )
             ids = [ts]
@@ -141,8 +151,8 @@ class SlackStream:
                 raise
             _log.warning("slack.stream_final_edit_failed", code=exc.code)
             await self._delete(ts)
-            ids = [await self._post(self._target, chunks[0].text)]
-        ids += [await self._post(self._target, chunk.text) for chunk in chunks[1:]]
+            ids = [await self._post_chunk(chunks[0])]
+        ids += [await self._post_chunk(chunk) for chunk in chunks[1:]]
         return SentRef(self._target.chat_id, tuple(ids))
 
     async def cancel(self, note: str | None = None) -> SentRef | None:
@@ -160,6 +170,9 @@ class SlackStream:
         return SentRef(self._target.chat_id, (ts,))
 
     # -- Slack calls ------------------------------------------------------------------------
+
+    async def _post_chunk(self, chunk: Chunk) -> str:
+        return str(await self._post(self._target, chunk.text, blocks=chunk_blocks(chunk)))
 
     async def _append(self, text: str) -> None:
         if self._edits is not None:
@@ -235,13 +248,16 @@ class SlackStream:
         target = self._target
 
         async def post(chunk: Chunk, first: bool) -> str:
-            return await self._post(target, chunk.text)
+            return await self._post_chunk(chunk)
 
         async def edit(message_id: str, chunk: Chunk) -> None:
             await self._pacing.update(target.chat_id, target.workspace_id)
             await self._api(
                 self._client.chat_update(
-                    channel=target.chat_id, ts=message_id, text=chunk.text, blocks=[]
+                    channel=target.chat_id,
+                    ts=message_id,
+                    text=chunk.text,
+                    blocks=chunk_blocks(chunk) or [],
                 )
             )
 

@@ -42,6 +42,7 @@ from aiogram.types import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
+    MessageReactionUpdated,
     ReactionTypeEmoji,
     ReplyParameters,
     Update,
@@ -76,6 +77,7 @@ from channels.telegram.inbound import (
 )
 from channels.telegram.menus import sync_menus
 from channels.telegram.pacing import Pacer
+from channels.telegram.reactions import reaction_vote
 from channels.telegram.stream import DraftStream, edit_stream
 from switchboard.errors import ConfigError, PlatformError, SwitchboardError
 
@@ -88,6 +90,7 @@ LIMITS = Capabilities(
     can_edit=True,
     buttons=True,
     reactions=True,
+    votes="reactions",
 )
 UNSUPPORTED_TEXT = "I can only read text for now."
 QUEUED_TEXT = "Got it — I'll answer this right after the current reply."
@@ -98,7 +101,7 @@ _ALLOWED_UPDATES = ["message", "callback_query"]
 _TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for ~5 s per sendChatAction
 _POLL_TIMEOUT_S = 25
 _STOP_TIMEOUT_S = 10.0
-_REACTION = "👀"
+_REACTIONS = {AckKind.QUEUED: "👀", AckKind.STEERED: "✍"}
 _MAX_LABEL = 60
 _ADMIN_STATUSES = frozenset({"creator", "administrator"})
 
@@ -122,6 +125,7 @@ class TelegramAdapter:
         webhook_secret: str | None = None,
         pacer: Pacer | None = None,
         observe: bool = False,
+        votes: bool = False,
     ) -> None:
         if mode == "webhook" and not (webhook_url and webhook_secret):
             raise ConfigError(
@@ -136,6 +140,8 @@ class TelegramAdapter:
         self._files = TelegramFiles(bot=self._bot, api=self._api)
         self._deliver = deliver
         self._observe = observe  # pass group messages not for us on as context (observed)
+        # 👍/👎 reactions rate answers: Telegram sends reactions only to a bot that asks for them
+        self._allowed_updates = [*_ALLOWED_UPDATES, *(["message_reaction"] if votes else [])]
         self._mode = mode
         self._webhook_url = webhook_url
         self._webhook_secret = webhook_secret
@@ -147,6 +153,7 @@ class TelegramAdapter:
         router = Router(name="switchboard")
         router.message.register(self._on_message)
         router.callback_query.register(self._on_press)
+        router.message_reaction.register(self._on_reaction)
         self._dispatcher = Dispatcher(disable_fsm=True)
         self._dispatcher.include_router(router)
 
@@ -175,7 +182,7 @@ class TelegramAdapter:
                     SetWebhook(
                         url=self._webhook_url or "",
                         secret_token=self._webhook_secret,
-                        allowed_updates=_ALLOWED_UPDATES,
+                        allowed_updates=self._allowed_updates,
                     )
                 )
         if receive and self._mode == "webhook":
@@ -240,7 +247,7 @@ class TelegramAdapter:
             close_bot_session=False,
             handle_as_tasks=False,
             polling_timeout=_POLL_TIMEOUT_S,
-            allowed_updates=_ALLOWED_UPDATES,
+            allowed_updates=self._allowed_updates,
         )
 
     async def handle_webhook(self, request: Request) -> Response:
@@ -302,6 +309,12 @@ class TelegramAdapter:
                 )
         except PlatformError as exc:
             _log.warning("telegram.button_answer_failed", code=exc.code)
+
+    async def _on_reaction(self, reaction: MessageReactionUpdated, event_update: Update) -> None:
+        """A 👍/👎 set or taken back on a message: a vote for the manager to place."""
+        inbound = reaction_vote(event_update)
+        if inbound is not None:
+            await self._hand_over(inbound)
 
     async def _hand_over(self, inbound: InboundMessage) -> None:
         with structlog.contextvars.bound_contextvars(
@@ -374,7 +387,8 @@ class TelegramAdapter:
             await asyncio.wait({task}, timeout=1.0)
 
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
-        if kind is not AckKind.QUEUED or msg.button is not None:
+        emoji = _REACTIONS.get(kind)
+        if emoji is None or msg.button is not None:
             return
         try:
             with self._api.translated("setMessageReaction"):
@@ -382,12 +396,14 @@ class TelegramAdapter:
                     SetMessageReaction(
                         chat_id=int(msg.chat_id),
                         message_id=int(msg.provider_message_id),
-                        reaction=[ReactionTypeEmoji(emoji=_REACTION)],
+                        reaction=[ReactionTypeEmoji(emoji=emoji)],
                     )
                 )
             return
         except PlatformError as exc:
             _log.info("telegram.reaction_failed", code=exc.code)
+        if kind is not AckKind.QUEUED:  # only a promise to answer later is worth a message
+            return
         target = replace(msg.target, reply_to_id=msg.provider_message_id)
         await self.send(target, [_plain_chunk(QUEUED_TEXT)])
 

@@ -440,6 +440,47 @@ class FakeSlack:
             ],
         }
 
+    def feedback_action(
+        self,
+        *,
+        user_id: str,
+        channel: str,
+        message_ts: str,
+        value: str,
+        thread_ts: str | None = None,
+    ) -> dict[str, Any]:
+        """A press on a `feedback_buttons` element (a `context_actions` block) under a bot
+        message: Slack sends the pressed button's `value` in a `block_actions` payload."""
+        payload = self.block_action(
+            user_id=user_id,
+            channel=channel,
+            message_ts=message_ts,
+            action_id="",
+            label="",
+            thread_ts=thread_ts,
+        )
+        stored = self.messages.get((channel, message_ts)) or {}
+        element = next(
+            (
+                e
+                for b in stored.get("blocks") or ()
+                if b.get("type") == "context_actions"
+                for e in b.get("elements") or ()
+                if e.get("type") == "feedback_buttons"
+            ),
+            {},
+        )
+        payload["actions"] = [
+            {
+                "type": "feedback_buttons",
+                "action_id": element.get("action_id", ""),
+                "block_id": "fb",
+                "value": value,
+                "action_ts": f"{time.time():.6f}",
+            }
+        ]
+        return payload
+
     # -- handlers ----------------------------------------------------------------------------
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
@@ -562,6 +603,8 @@ class FakeSlack:
         message.update(user=self.bot_user_id, bot_id=self.bot_id)
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
+        if params.get("blocks"):
+            message["blocks"] = _blocks(params["blocks"])
         self.messages[(str(params["channel"]), ts)] = dict(message)
         return {"ok": True, "channel": params["channel"], "ts": ts, "message": message}
 
@@ -573,6 +616,8 @@ class FakeSlack:
             if stored.get("streaming"):
                 return {"ok": False, "error": "message_not_in_streaming_state"}
             stored["text"] = params.get("text", "")
+            if "blocks" in params:  # `[]` takes a message's blocks away, as Slack does
+                stored["blocks"] = _blocks(params["blocks"])
         return {
             "ok": True,
             "channel": params["channel"],
@@ -720,3 +765,8 @@ class FakeSlack:
         if user is None:
             return {"ok": False, "error": "user_not_found"}
         return {"ok": True, "user": user}
+
+
+def _blocks(raw: Any) -> list[dict[str, Any]]:
+    """Blocks as slack-sdk sends them: a JSON string in a form body, a list in a JSON body."""
+    return json.loads(raw) if isinstance(raw, str) else list(raw)

@@ -73,6 +73,7 @@ _INT_FIELDS = frozenset(
 _BOOL_FIELDS = frozenset(
     {"show_alert", "drop_pending_updates", "disable_notification", "can_stop", "keep_on_stop"}
 )
+_OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 _HTML_TAGS = frozenset(
     {
         "b",
@@ -162,6 +163,9 @@ class FakeTelegram:
         self.uploads: list[dict[str, Any]] = []  # {method, chat_id, filename, data, ...}
         self._file_ids = itertools.count(1)
         self.files["p1"] = _tiny_png()  # the photo `say(caption=...)` attaches by default
+        # what the last getUpdates/setWebhook asked for; None = Telegram's default (every type
+        # but chat_member, message_reaction and message_reaction_count)
+        self.allowed_updates: list[str] | None = None
 
     # -- server ---------------------------------------------------------------------------
 
@@ -460,6 +464,34 @@ class FakeTelegram:
             self.push(update)
         return update
 
+    def react(
+        self,
+        user: dict[str, Any],
+        message: dict[str, Any],
+        emoji: str | None,
+        *,
+        was: str | None = None,
+        push: bool = True,
+    ) -> dict[str, Any]:
+        """`user` sets their reaction on `message` to `emoji` (None: takes it away), having had
+        `was` before: a `message_reaction` update, which Telegram sends only to a bot that
+        listed it in `allowed_updates`. Returns the update."""
+        chat = message["chat"]
+        update = {
+            "update_id": next(self._update_ids),
+            "message_reaction": {
+                "chat": chat,
+                "message_id": message["message_id"],
+                "user": user,
+                "date": int(time.time()),
+                "old_reaction": [{"type": "emoji", "emoji": was}] if was else [],
+                "new_reaction": [{"type": "emoji", "emoji": emoji}] if emoji else [],
+            },
+        }
+        if push:
+            self.push(update)
+        return update
+
     def push(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates (a webhook test posts it itself instead)."""
         self.push_many([update])
@@ -512,6 +544,7 @@ class FakeTelegram:
         return True
 
     async def _m_setwebhook(self, params: dict[str, Any]) -> Any:
+        self.allowed_updates = params.get("allowed_updates") or None
         return True
 
     async def _m_sendchataction(self, params: dict[str, Any]) -> Any:
@@ -615,11 +648,14 @@ class FakeTelegram:
             self.polling_now -= 1
 
     async def _long_poll(self, params: dict[str, Any]) -> Any:
+        if "allowed_updates" in params:  # Telegram keeps the last list it was given
+            self.allowed_updates = params["allowed_updates"] or None
         offset = params.get("offset", 0)
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         deadline = time.monotonic() + params.get("timeout", 0)
         while True:
+            self._updates = [u for u in self._updates if self._wanted(u)]
             ready = [u for u in self._updates if u["update_id"] >= offset][:100]
             remaining = deadline - time.monotonic()
             if ready or remaining <= 0 or self._closing:
@@ -629,6 +665,13 @@ class FakeTelegram:
                 await asyncio.wait_for(arrived.wait(), remaining)
             except TimeoutError:
                 return []
+
+    def _wanted(self, update: dict[str, Any]) -> bool:
+        """Whether Telegram would deliver this update to the bot (`allowed_updates`)."""
+        kind = next(k for k in update if k != "update_id")
+        if self.allowed_updates is None:
+            return kind not in _OPT_IN_UPDATES
+        return kind in self.allowed_updates
 
     async def _m_sendmessage(self, params: dict[str, Any]) -> Any:
         chat = self._chat(params["chat_id"])
