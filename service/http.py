@@ -46,7 +46,7 @@ from service.admin_auth import AdminAuth, Verdict
 from service.console import ConsoleSources, add_console
 from service.feedback_api import add_feedback_admin
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
-from service.mcp_api import McpReloader, add_mcp_admin
+from service.mcp_api import McpEditor, McpReloader, add_mcp_admin
 from service.settings import Settings
 from service.usage_api import add_usage_admin
 from storage import (
@@ -378,8 +378,15 @@ def build_http_app(
     # One key checker, so wrong keys count across every admin route and the console's login.
     auth = AdminAuth(settings.admin_key.get_secret_value() if settings.admin_key else "")
     admin = _admin_guard(auth)
+    # One MCP editor, so the console and the API refuse the same changes and never race.
+    mcp = McpEditor(
+        file=mcp_file,
+        agent=mcp_agent,
+        allowed_vars=settings.mcp_allowed_var_names,
+        allow_commands=settings.admin_allow_commands == "on",
+    )
     if console is not None:
-        add_console(app, console, auth=auth)
+        add_console(app, console, auth=auth, mcp=mcp)
     if usage is not None:
         admin_codes = (400, 401, 422, 429, 503)
         add_usage_admin(
@@ -397,12 +404,9 @@ def build_http_app(
         )
     add_mcp_admin(
         app,
-        file=mcp_file,
-        agent=mcp_agent,
+        editor=mcp,
         admin=admin,
         responses={code: {"model": ErrorBody} for code in (400, 401, 403, 409, 422, 429, 503)},
-        allowed_vars=settings.mcp_allowed_var_names,
-        allow_commands=settings.admin_allow_commands == "on",
     )
     _add_ops(app, settings=settings, ready=ready, status=status, admin=admin)
     for path, handler in (webhooks or {}).items():

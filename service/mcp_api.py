@@ -31,7 +31,7 @@ from agent import McpConfigFile, McpServerStatus, UpdateRefused, merge_http_upda
 from switchboard.errors import ConfigError
 from switchboard.masking import mask
 
-__all__ = ["McpOut", "McpReloader", "ServerOut", "add_mcp_admin"]
+__all__ = ["McpEditor", "McpOut", "McpRefused", "McpReloader", "ServerOut", "add_mcp_admin"]
 
 _log = structlog.get_logger(__name__)
 
@@ -57,39 +57,95 @@ class McpOut(BaseModel):
     applies: bool  # whether this process's agent uses MCP tools (SWITCHBOARD_AGENT=builtin)
 
 
-def add_mcp_admin(
-    app: FastAPI,
-    *,
-    file: McpConfigFile | None,
-    agent: McpReloader | None,
-    admin: Callable[..., Awaitable[None]],
-    responses: dict[int | str, dict[str, Any]],
-    allowed_vars: frozenset[str] = frozenset(),
-    allow_commands: bool = False,
-) -> None:
-    """`admin` is the app's admin-key dependency; `agent` is None unless the agent is builtin.
-    `allowed_vars` and `allow_commands` are SWITCHBOARD_MCP_ALLOWED_VARS and
-    SWITCHBOARD_ADMIN_ALLOW_COMMANDS."""
-    lock = asyncio.Lock()  # two PUTs at once must not lose one's changes
+class McpRefused(Exception):
+    """A read or change the admin cannot have, with the HTTP status that says why."""
 
-    def out(config: dict[str, Any]) -> McpOut:
-        statuses = agent.mcp_servers() if agent is not None else ()
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class McpEditor:
+    """Reads and changes the MCP config for the admin API and the operator console alike, so a
+    change refused over one is refused over the other. `agent` is None unless the agent is
+    builtin; `allowed_vars` and `allow_commands` are SWITCHBOARD_MCP_ALLOWED_VARS and
+    SWITCHBOARD_ADMIN_ALLOW_COMMANDS."""
+
+    def __init__(
+        self,
+        *,
+        file: McpConfigFile | None,
+        agent: McpReloader | None,
+        allowed_vars: frozenset[str] = frozenset(),
+        allow_commands: bool = False,
+    ) -> None:
+        self._file = file
+        self._agent = agent
+        self._allowed_vars = allowed_vars
+        self.allow_commands = allow_commands
+        self._lock = asyncio.Lock()  # two changes at once must not lose one's edits
+
+    def _out(self, config: dict[str, Any]) -> McpOut:
+        statuses = self._agent.mcp_servers() if self._agent is not None else ()
         return McpOut(
             config=mask(config),
             servers=[
                 ServerOut(name=s.name, loaded=s.ok, tools=list(s.tools), error=s.error)
                 for s in statuses
             ],
-            applies=agent is not None,
+            applies=self._agent is not None,
         )
 
-    def stored() -> dict[str, Any]:
-        if file is None:
-            raise HTTPException(409, "no MCP config file: set SWITCHBOARD_MCP_CONFIG")
+    def _stored(self) -> dict[str, Any]:
+        if self._file is None:
+            raise McpRefused(409, "no MCP config file: set SWITCHBOARD_MCP_CONFIG")
         try:
-            return file.read()
+            return self._file.read()
         except ConfigError as exc:
-            raise HTTPException(409, str(exc)) from None
+            raise McpRefused(409, str(exc)) from None
+
+    async def show(self) -> McpOut:
+        """The config with secrets masked, and what each server gave this process."""
+        if self._file is None:
+            return self._out({"mcpServers": {}})
+        return self._out(await asyncio.to_thread(self._stored))
+
+    async def update(self, body: dict[str, Any]) -> McpOut:
+        """Merge `body` into the config, save it and reload this process's tools."""
+        async with self._lock:
+            current = await asyncio.to_thread(self._stored)
+            try:
+                merged = merge_http_update(
+                    current,
+                    body,
+                    allowed_vars=self._allowed_vars,
+                    allow_commands=self.allow_commands,
+                )
+            except UpdateRefused as exc:
+                _log.warning("mcp.update_refused", reason=str(exc), forbidden=exc.forbidden)
+                raise McpRefused(403 if exc.forbidden else 422, str(exc)) from None
+            except ConfigError as exc:
+                raise McpRefused(422, str(exc)) from None
+            assert self._file is not None  # _stored() refused otherwise
+            try:
+                await asyncio.to_thread(self._file.write, merged)
+            except ConfigError as exc:
+                raise McpRefused(503, str(exc)) from None
+            _log.info("mcp.config_updated", servers=sorted(merged.get("mcpServers", {})))
+            if self._agent is not None:
+                await self._agent.load_mcp(merged)
+        return self._out(merged)
+
+
+def add_mcp_admin(
+    app: FastAPI,
+    *,
+    editor: McpEditor,
+    admin: Callable[..., Awaitable[None]],
+    responses: dict[int | str, dict[str, Any]],
+) -> None:
+    """`admin` is the app's admin-key dependency."""
 
     @app.get(
         "/api/admin/mcp",
@@ -100,9 +156,10 @@ def add_mcp_admin(
     )
     async def mcp_show() -> McpOut:
         """The MCP config, secrets masked, and what each server gave this process."""
-        if file is None:
-            return out({"mcpServers": {}})
-        return out(await asyncio.to_thread(stored))
+        try:
+            return await editor.show()
+        except McpRefused as exc:
+            raise HTTPException(exc.status, exc.message) from None
 
     @app.put(
         "/api/admin/mcp",
@@ -114,23 +171,7 @@ def add_mcp_admin(
     async def mcp_update(body: dict[str, Any] = Body(...)) -> McpOut:
         """Merge the body into the config; `***` keeps a stored secret, `null` removes.
         Over HTTP only allowed variables, and no new command unless commands are allowed."""
-        async with lock:
-            current = await asyncio.to_thread(stored)
-            try:
-                merged = merge_http_update(
-                    current, body, allowed_vars=allowed_vars, allow_commands=allow_commands
-                )
-            except UpdateRefused as exc:
-                _log.warning("mcp.update_refused", reason=str(exc), forbidden=exc.forbidden)
-                raise HTTPException(403 if exc.forbidden else 422, str(exc)) from None
-            except ConfigError as exc:
-                raise HTTPException(422, str(exc)) from None
-            assert file is not None  # stored() refused otherwise
-            try:
-                await asyncio.to_thread(file.write, merged)
-            except ConfigError as exc:
-                raise HTTPException(503, str(exc)) from None
-            _log.info("mcp.config_updated", servers=sorted(merged.get("mcpServers", {})))
-            if agent is not None:
-                await agent.load_mcp(merged)
-        return out(merged)
+        try:
+            return await editor.update(body)
+        except McpRefused as exc:
+            raise HTTPException(exc.status, exc.message) from None

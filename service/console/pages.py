@@ -21,6 +21,7 @@ NAV = (
     ("/admin/links", "Links"),
     ("/admin/usage", "Usage"),
     ("/admin/feedback", "Feedback"),
+    ("/admin/mcp", "MCP"),
 )
 
 _env = Environment(

@@ -1,5 +1,6 @@
-"""The console's pages: overview, failures, accounts, links and usage, each a GET that shows and
-POSTs that change, through the stores and desks the JSON admin API and the CLI call."""
+"""The console's routes: login and the guard, then each page (overview, conversations, failures,
+accounts, links here; usage, feedback and MCP in their own modules), a GET that shows and POSTs
+that change, through the stores and desks the JSON admin API and the CLI call."""
 
 from __future__ import annotations
 
@@ -9,27 +10,27 @@ import structlog
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
 
-from channels.usage import usd_to_micros
 from service.admin_auth import AdminAuth
 from service.console.auth import Guarded, Visit, add_login
 from service.console.conversations import platform_of, recent_turns
+from service.console.mcp_page import mcp_page
 from service.console.overview import read_overview
 from service.console.pages import page
 from service.console.signing import Signer
 from service.console.sources import ConsoleSources
-from service.feedback_api import parse_since
-from service.limits import check_limit_usd
-from service.usage_api import check_user
-from storage import AccountError, LinkError, UsageLimits, is_wellformed_id
+from service.console.usage_pages import feedback_page, usage_page
+from service.mcp_api import McpEditor
+from storage import AccountError, LinkError, is_wellformed_id
 
 __all__ = ["add_console"]
 
 _log = structlog.get_logger(__name__)
 
 
-def add_console(app: FastAPI, src: ConsoleSources, *, auth: AdminAuth) -> None:
+def add_console(app: FastAPI, src: ConsoleSources, *, auth: AdminAuth, mcp: McpEditor) -> None:
     """`/admin` and its pages; without an admin key, one page saying how to turn it on. `auth`
-    is the JSON admin API's own checker, so wrong keys count across both."""
+    and `mcp` are the JSON admin API's own, so wrong keys count across both and an MCP change
+    refused by one is refused by the other."""
     key = src.settings.admin_key.get_secret_value() if src.settings.admin_key else ""
     if not key:
 
@@ -50,8 +51,9 @@ def add_console(app: FastAPI, src: ConsoleSources, *, auth: AdminAuth) -> None:
         ("/admin/failures", _failures(src)),
         ("/admin/accounts", _accounts(src)),
         ("/admin/links", _links(src)),
-        ("/admin/usage", _usage(src)),
-        ("/admin/feedback", _feedback(src)),
+        ("/admin/usage", usage_page(src)),
+        ("/admin/feedback", feedback_page(src)),
+        ("/admin/mcp", mcp_page(mcp)),
     ):
         guard(path, handler)
 
@@ -196,90 +198,3 @@ async def _confirm(src: ConsoleSources, token_or_url: str, account: str) -> str:
         f"Linked {link.target_name or link.target_id} ({link.kind} link, {link.platform}) "
         f"to account {link.account}."
     )
-
-
-def _usage(src: ConsoleSources) -> Guarded:
-    async def show(visit: Visit) -> Response:
-        notice = error = ""
-        status = 200
-        report = None
-        platform, user_id = visit.get("platform"), visit.get("user_id")
-        if src.usage is None:
-            error = "Usage is not tracked by this process."
-        elif platform or user_id:
-            try:
-                platform = check_user(platform, user_id)
-                if visit.request.method == "POST":
-                    notice = await _change_usage(src, visit, platform, user_id)
-                report = await src.usage.report(platform, user_id)
-            except ValueError as exc:
-                error, status = str(exc), 422
-        return page(
-            "usage.html",
-            title="Usage",
-            here="/admin/usage",
-            csrf=visit.csrf,
-            platforms=("telegram", "slack", "discord", "console"),
-            platform=platform,
-            user_id=user_id,
-            report=report,
-            notice=notice,
-            error=error,
-            status=status,
-        )
-
-    return show
-
-
-def _usd(field: str, raw: str) -> int | None:
-    """A limit field: blank = the configured default; else the JSON API's range check."""
-    if not raw:
-        return None
-    try:
-        usd = float(raw)
-    except ValueError:
-        raise ValueError(f"{field}: not a number") from None
-    try:
-        return usd_to_micros(check_limit_usd(usd))
-    except ValueError as exc:
-        raise ValueError(f"{field} {exc}") from None
-
-
-async def _change_usage(src: ConsoleSources, visit: Visit, platform: str, user_id: str) -> str:
-    assert src.usage is not None
-    action = visit.get("action")
-    if action == "reset":
-        weekly = visit.get("window") == "week"
-        await src.usage.reset(platform, user_id, weekly=weekly)
-        return "This week's and today's spend reset." if weekly else "Today's spend reset."
-    if action == "limits":
-        daily = _usd("daily limit", visit.get("daily_usd"))
-        weekly = _usd("weekly limit", visit.get("weekly_usd"))
-        await src.usage.set_limits(platform, user_id, UsageLimits(daily, weekly))
-        return "Limits saved."
-    raise ValueError("unknown action")
-
-
-def _feedback(src: ConsoleSources) -> Guarded:
-    async def show(visit: Visit) -> Response:
-        since_text, error, votes = visit.get("since") or "7d", "", []
-        status = 200
-        if src.feedback is None:
-            error = "Votes are off (SWITCHBOARD_FEEDBACK=off)."
-        else:
-            try:
-                votes = await src.feedback.recent(since=parse_since(since_text), limit=200)
-            except ValueError as exc:
-                error, status = str(exc), 422
-        return page(
-            "feedback.html",
-            title="Feedback",
-            here="/admin/feedback",
-            csrf=visit.csrf,
-            since=since_text,
-            votes=votes,
-            error=error,
-            status=status,
-        )
-
-    return show

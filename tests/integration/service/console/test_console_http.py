@@ -4,6 +4,7 @@ that change state (limits, feedback) refusing what the API refuses."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
+from agent import McpConfigFile
 from channels.message import InboundMessage, Platform
 from channels.usage import Budget, UsageDesk
 from service.console import ConsoleSources
@@ -64,6 +66,7 @@ async def _console(
     base_url: str,
     admin_key: str | None = ADMIN_KEY,
     show_text: str = "off",
+    mcp_file: McpConfigFile | None = None,
 ) -> AsyncIterator[Console]:
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
@@ -83,6 +86,7 @@ async def _console(
         links=links,
         ready=ready,
         usage=usage,
+        mcp_file=mcp_file,
         console=ConsoleSources(
             settings=settings,
             accounts=accounts,
@@ -141,6 +145,7 @@ async def test_every_page_forbids_scripts_framing_and_caching(console: Console) 
         "/admin/usage",
         "/admin/feedback",
         "/admin/conversations",
+        "/admin/mcp",
         "/admin/login",
     ):
         response = await console.http.get(path)
@@ -332,3 +337,48 @@ async def test_a_conversations_turns_show_run_ids_and_text_only_when_allowed(
         else:
             assert "secret words" not in shown.text
             assert "24 characters" in rows[0]
+
+
+async def test_mcp_servers_are_toggled_here_but_no_command_is_added_or_changed(
+    redis: aioredis.Redis, keys: Keys, tmp_path: Path
+) -> None:
+    path = tmp_path / "mcp.json"
+    stored = {
+        "mcpServers": {
+            "files": {
+                "command": "python3",
+                "args": ["server.py"],
+                "env": {"TOKEN": "sk-abcdef0123456789abcdef"},
+            },
+        }
+    }
+    path.write_text(json.dumps(stored))
+    async for console in _console(
+        redis, keys, tmp_path, base_url="http://sb.test", mcp_file=McpConfigFile(path)
+    ):
+        await console.log_in()
+        shown = await console.http.get("/admin/mcp")
+        assert "sk-abcdef0123456789abcdef" not in shown.text and "files" in shown.text
+        csrf = await console.csrf("/admin/mcp")
+        off = await console.http.post(
+            "/admin/mcp", data={"csrf": csrf, "action": "disable", "server": "files"}
+        )
+        assert off.status_code == 200 and "files disabled." in off.text
+        assert json.loads(path.read_text())["mcpServers"]["files"]["enabled"] is False
+        for change in (
+            {"mcpServers": {"shell": {"command": "sh", "args": ["-c", "id"]}}},
+            {"mcpServers": {"files": {"command": "/bin/sh"}}},
+        ):
+            refused = await console.http.post(
+                "/admin/mcp", data={"csrf": csrf, "action": "change", "change": json.dumps(change)}
+            )
+            assert (
+                refused.status_code == 403 and "SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on" in refused.text
+            )
+        assert json.loads(path.read_text())["mcpServers"]["files"]["command"] == "python3"
+        assert "shell" not in json.loads(path.read_text())["mcpServers"]
+        deep = "[" * 5000 + "]" * 5000
+        refused = await console.http.post(
+            "/admin/mcp", data={"csrf": csrf, "action": "change", "change": deep}
+        )
+        assert refused.status_code == 422
