@@ -25,6 +25,7 @@ from agent.mcp_config import (
 from agent.model import build_model
 from agent.reply import extract_reply
 from agent.result import ModelCall, Question, TurnContext, TurnResult, TurnUsage
+from agent.run_feedback import LangSmithVotes, langsmith_votes
 from agent.sandbox import prepare_files_dir
 from agent.tools import ask_clarification, builtin_tools, current_time
 from agent.tracing import (
@@ -42,6 +43,7 @@ __all__ = [
     "AgentSpec",
     "BuiltinAgent",
     "DemoChatModel",
+    "LangSmithVotes",
     "LocalGraphRunner",
     "LoopDetectionMiddleware",
     "LoopDetector",
@@ -66,6 +68,7 @@ __all__ = [
     "current_time",
     "extract_reply",
     "format_question",
+    "langsmith_votes",
     "load_mcp_config",
     "load_mcp_tools",
     "merge_config",

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,6 +28,7 @@ from agent import (
     build_agent_backend,
     build_model,
     build_transcriber,
+    langsmith_votes,
     parse_agent_spec,
     prepare_files_dir,
     spans_inline_when_untraced,
@@ -201,6 +203,8 @@ async def build_core(
             detail="this agent cannot take messages mid-run: SWITCHBOARD_BUSY=steer works as queue",
         )
     usage = build_usage_desk(settings, client, keys)
+    # votes go to LangSmith as run feedback when turns are traced there
+    votes_out = langsmith_votes(os.environ) if settings.feedback == "on" else None
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)
     access = AccessGate(
@@ -229,6 +233,7 @@ async def build_core(
             feedback=settings.feedback == "on",
         ),
         usage=usage,
+        on_vote=votes_out,
     )
     core = Core(
         settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
@@ -240,6 +245,8 @@ async def build_core(
     finally:
         await manager.aclose()
         await runtime.aclose()
+        if votes_out is not None:
+            await votes_out.aclose()
 
 
 def _price(settings: Settings) -> ModelPrice | None:

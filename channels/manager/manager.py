@@ -19,7 +19,7 @@ from channels.manager.codec import CorruptPayload, decode_message, encode_messag
 from channels.manager.commands import CommandDesk
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome
-from channels.manager.feedback import FeedbackGate
+from channels.manager.feedback import FeedbackGate, OnVote
 from channels.manager.gates import (
     AccessAndRate,
     BudgetGate,
@@ -61,6 +61,7 @@ class Manager:
         access: AccessGate | None = None,
         config: ManagerConfig | None = None,
         usage: UsageDesk | None = None,
+        on_vote: OnVote | None = None,
     ) -> None:
         self._s = stores
         self._config = config = config or ManagerConfig()
@@ -103,7 +104,9 @@ class Manager:
             [
                 ObserveGate(stores.context, access, keep=config.observe_keep),
                 DedupeGate(stores.dedupe),
-                FeedbackGate(stores.feedback if config.feedback else None, stores.threads),
+                FeedbackGate(
+                    stores.feedback if config.feedback else None, stores.threads, on_vote=on_vote
+                ),
                 AccessAndRate(
                     access, stores.rate, say, resolver=resolver, prefix=config.command_prefix
                 ),
