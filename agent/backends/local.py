@@ -56,7 +56,7 @@ from agent.attachments import (
 from agent.clarification import question_from_interrupt
 from agent.loop_detection import STOPPED_FALLBACK, LoopDetectionMiddleware
 from agent.quoted import context_message
-from agent.reply import extract_reply
+from agent.reply import extract_reply, last_human_text
 from agent.result import FileData, Question, TurnContext, TurnResult
 from agent.steer import STEER_KEY, graph_steers
 from agent.streamed_text import StreamedText
@@ -176,6 +176,19 @@ class LocalGraphRunner:
         """The thread's stored messages (what the model saw, minus injected warnings)."""
         state = await self.graph.aget_state(_thread_config(thread_id))
         return list(state.values.get("messages", []))
+
+    async def input_kept(self, thread_id: str, text: str) -> bool:
+        """Whether an interrupted run's user message made it into the stored thread (a run
+        cancelled in this process writes its state on the way out): the next turn then sends
+        only what came after, instead of the same message twice. False when unsure."""
+        if not text.strip():
+            return False
+        try:
+            last = last_human_text(await self.messages(thread_id))
+        except Exception as exc:
+            _log.warning("agent.input_check_failed", error=type(exc).__name__)
+            return False
+        return last is not None and text in last
 
     async def _human(self, text: str, context: TurnContext) -> HumanMessage:
         """The turn's HumanMessage; decoding and downscaling images is CPU work, so off the loop."""

@@ -106,6 +106,12 @@ class AgentRuns:
         turn.cancel()
         return True
 
+    async def input_kept(self, thread_id: str, text: str) -> bool:
+        """Whether an interrupted run left its user message in the thread's history; an agent
+        that cannot tell says no (the next turn then repeats it)."""
+        check = getattr(self._runtime, "input_kept", None)
+        return bool(await check(thread_id, text)) if check is not None else False
+
     async def run(self, session: TurnSession, batch: Batch) -> RunOutcome:
         """Run the batch's turn. A kept stream is left in `session.stream`. Storage errors and
         a lost lock propagate: the batch is not answered then."""

@@ -315,8 +315,8 @@ class TurnScheduler:
                 record = TurnRecord(tuple(batch.entry_ids))
                 return await self._out_of_attempts(session, batch, record, say=True)
             record = await self._answer(session, batch, slot)
-            if record is None:  # interrupted: the batch and what interrupted it, as one
-                return await self._retake(session)
+            if record is None:
+                return await self._interrupted(session, batch)
             batch = session.batch  # grown by the messages steered into the run
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
@@ -338,7 +338,13 @@ class TurnScheduler:
             await self._say.notice(session.adapter, session.target, text)
         return await self._finish(session, batch, record, None)
 
-    async def _retake(self, session: TurnSession) -> Slot:
+    async def _interrupted(self, session: TurnSession, batch: Batch) -> Slot:
+        """A new message cancelled the run. If the run's user message is in the thread's history
+        (the agent wrote it on the way out), the batch is answered by the interruption and the
+        next turn carries only what came after; otherwise the batch is taken again together
+        with what interrupted it, so nothing is lost either way."""
+        if not batch.resume and await self._runs.input_kept(session.thread_id, batch.text):
+            return await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
         slot = await self._s.queue.resume(session.thread_id, session.lock.token)
         if slot.state is not SlotState.RUN:
             raise LockLost

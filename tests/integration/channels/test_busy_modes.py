@@ -119,8 +119,13 @@ async def test_interrupt_abandons_the_running_request_and_answers_both_messages(
     await manager.deliver(dm("no, about Berlin"))
     await manager.idle()
     assert len(model.requests) == 2
-    assert _users(model, 1)[-1] == "tell me about Paris\n\nno, about Berlin"
-    assert adapter.texts() == ["You said: tell me about Paris\n\nno, about Berlin"]
+    # the interrupted message stays in the history; the new request carries both, once each
+    assert _users(model, 1) == ["tell me about Paris", "no, about Berlin"]
+    assert adapter.texts() == ["You said: no, about Berlin"]
+    model.delay = 0.0
+    await manager.deliver(dm("and now?"))
+    await manager.idle()
+    assert _users(model, 2) == ["tell me about Paris", "no, about Berlin", "and now?"]
 
 
 async def test_queue_reject_in_one_conversation_leaves_another_on_the_default(
