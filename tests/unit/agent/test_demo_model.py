@@ -180,3 +180,38 @@ def test_summarise_names_who_said_what_in_the_quoted_conversation_before_the_mes
         "Earlier here: Ann: Should we ship the release on Friday or; Bob: Monday."
     )
     assert _ask(HumanMessage("what did I miss")).content == "I see no earlier messages here."
+
+
+def _summary_request(*said: str) -> HumanMessage:
+    from agent.history_window import SUMMARY_PROMPT
+
+    body = "\n".join(f'<message type="human">{text}</message>' for text in said)
+    return HumanMessage(SUMMARY_PROMPT.format(messages=body))
+
+
+def test_a_summary_request_is_answered_with_a_bounded_summary_that_carries_the_beginning() -> None:
+    first = _ask(_summary_request("my name is Ada &amp; I plan a trip", "time to book", "choose"))
+    assert first.content == (
+        "Summary of 3 earlier messages.\nIt began with: my name is Ada & I plan a trip\n"
+        "Lately: my name is Ada & I plan a; time to book; choose"
+    )
+    again = _ask(
+        _summary_request(str(first.content), *(f"echo {n} " + "word " * 30 for n in range(9)))
+    )
+    lines = str(again.content).splitlines()
+    assert lines[:2] == [
+        "Summary of 12 earlier messages.",
+        "It began with: my name is Ada & I plan a trip",
+    ]
+    recent = lines[2].removeprefix("Lately: ").split("; ")
+    assert [r.split()[:2] for r in recent] == [["echo", "6"], ["echo", "7"], ["echo", "8"]]
+    assert all(len(r.split()) == 8 for r in recent) and len(lines) == 3
+
+
+def test_recall_after_a_summary_names_what_the_conversation_began_with() -> None:
+    summary = HumanMessage(
+        "Here is a summary of the conversation to date:\n\nSummary of 4 earlier messages.\n"
+        "It began with: my name is Ada\nLately: hello",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    assert _ask(summary, HumanMessage("recall")).content == "You first said: my name is Ada"

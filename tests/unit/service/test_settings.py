@@ -219,3 +219,23 @@ def test_context_defaults_and_its_character_budget_takes_any_value_from_500(
     monkeypatch.setenv("SWITCHBOARD_CONTEXT_CHARS", "499")
     with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_CONTEXT_CHARS: "):
         load_settings(_env_file=None)
+
+
+def test_bounded_state_defaults_and_a_negative_keep_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert (settings.checkpoints_keep, settings.history_tokens, settings.summary_model) == (
+        0,
+        24_000,
+        "",
+    )
+    monkeypatch.setenv("SWITCHBOARD_HISTORY_TOKENS", "0")
+    monkeypatch.setenv("SWITCHBOARD_CHECKPOINTS_KEEP", "3")
+    monkeypatch.setenv("SWITCHBOARD_SUMMARY_MODEL", "openai:gpt-4o-mini")
+    loaded = load_settings(_env_file=None)
+    assert (loaded.history_tokens, loaded.checkpoints_keep) == (0, 3)
+    assert loaded.summary_model == "openai:gpt-4o-mini"
+    monkeypatch.setenv("SWITCHBOARD_CHECKPOINTS_KEEP", "-1")
+    with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_CHECKPOINTS_KEEP: "):
+        load_settings(_env_file=None)
