@@ -42,6 +42,7 @@ from aiogram.types import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
+    MessageGenerationStopped,
     MessageReactionUpdated,
     ReactionTypeEmoji,
     ReplyParameters,
@@ -78,6 +79,7 @@ from channels.telegram.inbound import (
 from channels.telegram.menus import sync_menus
 from channels.telegram.pacing import Pacer
 from channels.telegram.reactions import reaction_vote
+from channels.telegram.stop import stop_to_inbound
 from channels.telegram.stream import DraftStream, edit_stream
 from switchboard.errors import ConfigError, PlatformError, SwitchboardError
 
@@ -142,6 +144,7 @@ class TelegramAdapter:
         self._observe = observe  # pass group messages not for us on as context (observed)
         # 👍/👎 reactions rate answers: Telegram sends reactions only to a bot that asks for them
         self._allowed_updates = [*_ALLOWED_UPDATES, *(["message_reaction"] if votes else [])]
+        self._allowed_updates.append("stopped_message_generation")  # a draft's Stop button
         self._mode = mode
         self._webhook_url = webhook_url
         self._webhook_secret = webhook_secret
@@ -154,6 +157,7 @@ class TelegramAdapter:
         router.message.register(self._on_message)
         router.callback_query.register(self._on_press)
         router.message_reaction.register(self._on_reaction)
+        router.stopped_message_generation.register(self._on_stop)
         self._dispatcher = Dispatcher(disable_fsm=True)
         self._dispatcher.include_router(router)
 
@@ -313,6 +317,12 @@ class TelegramAdapter:
     async def _on_reaction(self, reaction: MessageReactionUpdated, event_update: Update) -> None:
         """A 👍/👎 set or taken back on a message: a vote for the manager to place."""
         inbound = reaction_vote(event_update)
+        if inbound is not None:
+            await self._hand_over(inbound)
+
+    async def _on_stop(self, stopped: MessageGenerationStopped, event_update: Update) -> None:
+        """The Stop button on one of our drafts: `/stop` in that chat."""
+        inbound = stop_to_inbound(event_update)
         if inbound is not None:
             await self._hand_over(inbound)
 

@@ -104,7 +104,14 @@ class DraftStream:
         chunks = partial_chunks(partial, self._caps)
         if not chunks:
             return
-        fields = {**_thread_fields(self._target), "draft_id": self._draft_id}
+        # Telegram's own Stop button on the draft; pressed, it stays on screen and the bot gets
+        # a `stopped_message_generation` update (`telegram/stop.py`), which stops the run
+        fields = {
+            **_thread_fields(self._target),
+            "draft_id": self._draft_id,
+            "can_stop": True,
+            "keep_on_stop": True,
+        }
         with self._api.translated("sendMessageDraft"):
             await self._api.html(SendMessageDraft, fields, chunks[-1], pace=self._target.chat_id)
 

@@ -12,7 +12,8 @@ Command menus: `setMyCommands` / `getMyCommands` / `deleteMyCommands` keep one m
 (`BotCommandScope*`) and language in `menus`, checking names and descriptions as Telegram does.
 
 Streaming: `sendMessageDraft` works in private chats only, like Telegram's, and keeps each
-draft's latest visible text in `drafts` (a draft is dropped once the bot sends a message there);
+draft's latest visible text in `drafts` (a draft is dropped once the bot sends a message there)
+and its Stop button flags in `draft_params`; `press_stop()` presses that button;
 `deleteMessage` removes a bot message from the chat.
 
 Files: `add_file()` stores bytes under a new file_id; `getFile` answers with its size and a
@@ -129,6 +130,8 @@ class FakeTelegram:
     admins: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     reactions_allowed: bool = True
     drafts: dict[tuple[int, int], str] = field(default_factory=dict)  # (chat, draft_id) -> text
+    # (chat, draft_id) -> the latest draft's can_stop / keep_on_stop
+    draft_params: dict[tuple[int, int], dict[str, bool]] = field(default_factory=dict)
     # (scope JSON, language) -> the menu setMyCommands set there, as getMyCommands returns it
     menus: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)
 
@@ -492,6 +495,19 @@ class FakeTelegram:
             self.push(update)
         return update
 
+    def press_stop(self, chat_id: int, draft_id: int, *, push: bool = True) -> dict[str, Any]:
+        """The user presses the Stop button of a draft sent with `can_stop` (Telegram shows
+        none otherwise): a `stopped_message_generation` update. Returns the update."""
+        if not self.draft_params.get((chat_id, draft_id), {}).get("can_stop"):
+            raise AssertionError("that draft has no Stop button")
+        update = {
+            "update_id": next(self._update_ids),
+            "stopped_message_generation": {"chat": self._chats[chat_id], "draft_id": draft_id},
+        }
+        if push:
+            self.push(update)
+        return update
+
     def push(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates (a webhook test posts it itself instead)."""
         self.push_many([update])
@@ -714,6 +730,9 @@ class FakeTelegram:
         self.drafts[(chat["id"], draft_id)] = (
             _visible(text, params.get("parse_mode")) if text else ""
         )
+        self.draft_params[(chat["id"], draft_id)] = {
+            k: params[k] for k in ("can_stop", "keep_on_stop") if k in params
+        }
         return True
 
     async def _m_deletemessage(self, params: dict[str, Any]) -> Any:
