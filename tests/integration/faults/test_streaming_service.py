@@ -111,3 +111,20 @@ async def test_after_fast_replies_a_worker_sends_a_slow_one_whole(
         await core.manager.idle()
     assert not fake.calls_to("sendMessageDraft")
     assert fake.bot_texts(slow["id"]) == [" ".join(f"w{i}" for i in range(1, 16))]
+
+
+async def test_an_interrupted_reply_keeps_what_was_shown_marked_and_answers_the_new_message(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    chat = fake.dm(ANN)
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook", busy="interrupt")
+    async with running_service(settings) as core:
+        await _ask(fake, core, fake.say(chat, ANN, "drip 40", push=False))
+        await wait_until(lambda: fake.calls_to("sendMessageDraft", ok_only=True), timeout=30)
+        await _ask(fake, core, fake.say(chat, ANN, "echo instead", push=False))
+        await wait_until(lambda: len(fake.bot_texts(ANN["id"])) >= 2, timeout=30)
+        await core.manager.idle()
+    partial, answer = fake.bot_texts(ANN["id"])
+    assert partial.startswith("w1 ") and partial.endswith("(interrupted)"), partial
+    assert WORDS not in partial  # cut short
+    assert answer == "instead"
