@@ -65,6 +65,7 @@ from storage.thread_queue import (
 )
 from storage.usage import (
     TURN_MARK_TTL_S,
+    Spender,
     UsageLedger,
     UsageLimits,
     UsageSnapshot,
@@ -137,6 +138,7 @@ __all__ = [
     "SendWindows",
     "Slot",
     "SlotState",
+    "Spender",
     "ThreadLocks",
     "ThreadMap",
     "ThreadQueue",

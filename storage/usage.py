@@ -34,6 +34,7 @@ from storage.keys import Keys
 
 __all__ = [
     "TURN_MARK_TTL_S",
+    "Spender",
     "UsageLedger",
     "UsageLimits",
     "UsageSnapshot",
@@ -104,6 +105,13 @@ class UsageLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class Spender:
+    platform: str
+    user_id: str
+    week_micros: int  # spent this ISO week
+
+
+@dataclass(frozen=True, slots=True)
 class UsageSnapshot:
     """One user's spend in the current windows and their override, read in one round trip."""
 
@@ -164,6 +172,35 @@ class UsageLedger:
             weekly=weekly,
             override=UsageLimits(_int(day_limit), _int(week_limit)),
         )
+
+    async def top_spenders(self, *, limit: int = 20, scan_most: int = 5000) -> list[Spender]:
+        """This week's biggest spenders, for an operator (nothing is written per turn for it):
+        the week keys are found by SCAN (every node of a cluster), at most `scan_most` of
+        them, so on a larger store this is the top of a sample."""
+        _, weekly = windows_at(self.now())
+        pattern = self._keys.usage("*", "*", f"week:{weekly.id}")  # braces are literal in a glob
+        head, tail = pattern.split("{*:*}")
+        try:
+            found: list[str] = []
+            async for key in self._r.scan_iter(match=pattern, count=1000):
+                found.append(key.decode() if isinstance(key, bytes) else key)
+                if len(found) >= scan_most:
+                    break
+            values: list[object] = []
+            for start in range(0, len(found), 500):
+                async with self._r.pipeline(transaction=False) as pipe:
+                    for key in found[start : start + 500]:
+                        pipe.get(key)
+                    values.extend(await pipe.execute())
+        except RedisError as exc:
+            raise storage_error("usage list", exc) from None
+        spenders = []
+        for key, raw in zip(found, values, strict=True):
+            platform, _, user_id = key[len(head) + 1 : -len(tail) - 1].partition(":")
+            micros = _int(raw)  # type: ignore[arg-type]
+            if micros and user_id:
+                spenders.append(Spender(platform, user_id, micros))
+        return sorted(spenders, key=lambda s: s.week_micros, reverse=True)[:limit]
 
     async def reset(self, platform: str, user_id: str, *, weekly: bool = False) -> None:
         """Forget the current day's spend; the week's too only when asked, so a daily reset

@@ -184,3 +184,16 @@ async def test_a_resend_after_a_lost_reply_does_not_count_twice(
     direct = UsageLedger(redis, keys=keys, clock=lambda: WED)
     snap = await direct.snapshot("telegram", "42")
     assert (snap.daily_micros, snap.weekly_micros) == (1_000, 1_000)
+
+
+async def test_top_spenders_are_this_weeks_biggest_first(ledger: UsageLedger) -> None:
+    await ledger.record("telegram", "42", "t1", 1_500)
+    await ledger.record("slack", "U:1", "t2", 9_000)  # a colon in the user id survives
+    await ledger.record("discord", "7", "t3", 300)
+    top = await ledger.top_spenders(limit=2)
+    assert [(s.platform, s.user_id, s.week_micros) for s in top] == [
+        ("slack", "U:1", 9_000),
+        ("telegram", "42", 1_500),
+    ]
+    await ledger.reset("slack", "U:1", weekly=True)
+    assert [s.user_id for s in await ledger.top_spenders()] == ["42", "7"]
