@@ -16,6 +16,7 @@ dollar amount; those are for operators (`report`, the CLI and the admin API). An
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -239,6 +240,11 @@ class UsageDesk:
             weekly=WindowUsage(snap.weekly, snap.weekly_micros, weekly, weekly_over),
             now=self._ledger.now(),
         )
+
+    async def top(self, limit: int = 20) -> list[UsageReport]:
+        """This week's biggest spenders, each as `report` shows them (the operator console)."""
+        spenders = await self._ledger.top_spenders(limit=limit)
+        return list(await asyncio.gather(*(self.report(s.platform, s.user_id) for s in spenders)))
 
     async def reset(self, platform: str, user_id: str, *, weekly: bool = False) -> None:
         await self._ledger.reset(platform, user_id, weekly=weekly)

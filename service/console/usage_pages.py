@@ -21,7 +21,7 @@ def usage_page(src: ConsoleSources) -> Guarded:
     async def show(visit: Visit) -> Response:
         notice = error = ""
         status = 200
-        report = None
+        report, top = None, []
         platform, user_id = visit.get("platform"), visit.get("user_id")
         if src.usage is None:
             error = "Usage is not tracked by this process."
@@ -33,6 +33,8 @@ def usage_page(src: ConsoleSources) -> Guarded:
                 report = await src.usage.report(platform, user_id)
             except ValueError as exc:
                 error, status = str(exc), 422
+        else:
+            top = await src.usage.top()
         return page(
             "usage.html",
             title="Usage",
@@ -42,6 +44,7 @@ def usage_page(src: ConsoleSources) -> Guarded:
             platform=platform,
             user_id=user_id,
             report=report,
+            top=top,
             notice=notice,
             error=error,
             status=status,

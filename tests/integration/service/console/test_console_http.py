@@ -382,3 +382,17 @@ async def test_mcp_servers_are_toggled_here_but_no_command_is_added_or_changed(
             "/admin/mcp", data={"csrf": csrf, "action": "change", "change": deep}
         )
         assert refused.status_code == 422
+
+
+async def test_the_usage_page_lists_the_weeks_biggest_spenders_against_their_limits(
+    console: Console,
+) -> None:
+    ledger = UsageLedger(console.redis, keys=console.keys)
+    await ledger.record("telegram", "42", "t1", 1_500_000)  # over the $1 daily budget
+    await ledger.record("slack", "U1", "t2", 250_000)
+    await console.log_in()
+    shown = await console.http.get("/admin/usage")
+    rows = re.findall(r"<tr><td><a[^>]*>(.*?)</tr>", shown.text, re.S)
+    assert len(rows) == 2
+    assert "telegram 42" in rows[0] and "1.5000 of 1.00" in rows[0] and "over a limit" in rows[0]
+    assert "slack U1" in rows[1] and "within limits" in rows[1]
