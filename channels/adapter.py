@@ -77,11 +77,13 @@ class Capabilities:
 class Chunk:
     """One platform message: `text` in the platform's markup, `plain` the same words unformatted
     (Telegram falls back to it when the server rejects the entities). With `vote_run`, an
-    adapter whose votes are buttons puts its 👍/👎 under this message."""
+    adapter whose votes are buttons puts its 👍/👎 under this message; with `stop_for`, an
+    adapter that can puts a Stop button under a reply still being written."""
 
     text: str
     plain: str
     vote_run: str = ""  # the last chunk of a final answer that can be rated: its run id
+    stop_for: str = ""  # a reply still being written: who may press its Stop button (the asker)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 import structlog
@@ -209,14 +209,16 @@ class EditStream:
         interval: float,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        stop_for: str = "",
     ) -> None:
         self._chat_id = chat_id
+        self._stop_for = stop_for  # partial shows carry a Stop button for this user
         self._caps = caps
         self._ops = ops
         self._sleep = sleep
         self._partial = Partial()
         self._ids: list[str] = []  # the messages shown so far, oldest first
-        self._texts: list[tuple[str, str]] = []  # what each of them shows (text, vote run)
+        self._texts: list[tuple[str, str, str]] = []  # what each of them shows (`_shown`)
         self._throttle: Throttle[Partial] = Throttle(
             self._show, interval=interval, clock=clock, sleep=sleep
         )
@@ -260,8 +262,12 @@ class EditStream:
 
     async def _show(self, partial: Partial) -> None:
         """A partial update: edit the messages whose text changed, send those that are new.
-        Messages past the partial's count are left alone (the final settles them)."""
-        for i, chunk in enumerate(partial_chunks(partial, self._caps)):
+        Messages past the partial's count are left alone (the final settles them). With
+        `stop_for`, the last message carries the Stop button; the final text drops it."""
+        chunks = partial_chunks(partial, self._caps)
+        if self._stop_for and chunks:
+            chunks[-1] = replace(chunks[-1], stop_for=self._stop_for)
+        for i, chunk in enumerate(chunks):
             if i < len(self._ids):
                 if self._texts[i] != _shown(chunk):
                     await self._ops.edit(self._ids[i], chunk)
@@ -306,10 +312,11 @@ class EditStream:
         await self._drop_from(0)
 
 
-def _shown(chunk: Chunk) -> tuple[str, str]:
-    """What a message shows: its text, and the feedback buttons of a rated answer (a final
-    text equal to the last partial one still needs its buttons added)."""
-    return chunk.text, chunk.vote_run
+def _shown(chunk: Chunk) -> tuple[str, str, str]:
+    """What a message shows: its text and its buttons (feedback under a rated answer, Stop
+    under a reply being written), so a final text equal to the last partial one is still
+    edited when its buttons change."""
+    return chunk.text, chunk.vote_run, chunk.stop_for
 
 
 async def _patiently(call: Callable[[], Awaitable[T]]) -> T:

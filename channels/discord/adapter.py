@@ -65,8 +65,11 @@ from channels.discord.events import (
     BotIdentity,
     command_to_inbound,
     is_for_bot,
+    parse_stop_custom_id,
     press_to_inbound,
     question_custom_id,
+    stop_custom_id,
+    stop_to_inbound,
     strip_mention,
     thread_name,
     to_inbound,
@@ -122,6 +125,7 @@ _RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubl
 _RESTART_MAX_S = 60.0
 _READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
 _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀", AckKind.STEERED: "✍️"}
+_STOP_REFUSED = "Only the person who asked, or a channel admin, can stop this answer."
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
 _log = structlog.get_logger(__name__)
@@ -137,9 +141,22 @@ def _followup_handle(msg: InboundMessage) -> tuple[str, str] | None:
     return None
 
 
-def _vote_view(chunk: Chunk) -> discord.ui.View | None:
-    """👍/👎 under an answer that can be rated (`chunk.vote_run`); None for any other message,
-    which also takes an edited message's buttons away."""
+def _buttons(chunk: Chunk) -> discord.ui.View | None:
+    """👍/👎 under an answer that can be rated (`chunk.vote_run`), Stop under a reply being
+    written (`chunk.stop_for`); None for any other message, which also takes an edited
+    message's buttons away."""
+    if chunk.stop_for:
+        stop = discord.ui.View(timeout=None)
+        stop.add_item(
+            discord.ui.Button(
+                label="Stop",
+                emoji="⏹️",
+                custom_id=stop_custom_id(chunk.stop_for),
+                style=discord.ButtonStyle.danger,
+            )
+        )
+        stop.stop()
+        return stop
     if not chunk.vote_run:
         return None
     view = discord.ui.View(timeout=None)
@@ -657,6 +674,10 @@ class DiscordAdapter:
     async def _handle_press(
         self, payload: dict[str, Any], interaction: discord.Interaction
     ) -> None:
+        asker = parse_stop_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
+        if asker is not None:
+            await self._handle_stop(payload, interaction, asker)
+            return
         msg = press_to_inbound(payload) or vote_to_inbound(payload)
         if msg is None:
             return
@@ -674,6 +695,35 @@ class DiscordAdapter:
         else:
             _log.info("vote.pressed")
         await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
+
+    async def _handle_stop(
+        self, payload: dict[str, Any], interaction: discord.Interaction, asker: str
+    ) -> None:
+        """The Stop button under a reply being written: the asker's (or a channel admin's)
+        press is their `/stop` there, answered through the press; anyone else is told, only
+        them, that it is not theirs to press."""
+        msg = stop_to_inbound(payload)
+        if msg is None:
+            return
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.provider_message_id
+        )
+        member = payload.get("member") or {}
+        granted = discord.Permissions(int(str(member.get("permissions") or 0)))
+        admin = granted.manage_messages or granted.manage_guild or granted.administrator
+        allowed = msg.sender_id == asker or admin
+        try:
+            with routed_webhooks(self._webhooks):
+                async with translated("acknowledge stop"):
+                    if allowed:
+                        await interaction.response.defer()
+                    else:
+                        await interaction.response.send_message(_STOP_REFUSED, ephemeral=True)
+        except PlatformError as exc:
+            _log.warning("discord.stop_ack_failed", code=exc.code)
+        _log.info("stop.pressed", allowed=allowed)
+        if allowed:
+            await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     # -- outbound -----------------------------------------------------------------------------
 
@@ -712,7 +762,7 @@ class DiscordAdapter:
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
 
     async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
-        return await self._send_all(target, chunks, _vote_view(chunks[-1]) if chunks else None)
+        return await self._send_all(target, chunks, _buttons(chunks[-1]) if chunks else None)
 
     async def ask(
         self, target: ReplyTarget, chunks: Sequence[Chunk], prompt: QuestionPrompt
@@ -740,7 +790,7 @@ class DiscordAdapter:
             channel = self._messageable(target.chat_id)
             reference = self._reference(target) if first else None
             extra: dict[str, Any] = {"reference": reference} if reference is not None else {}
-            view = _vote_view(chunk)
+            view = _buttons(chunk)
             if view is not None:
                 extra["view"] = view
             await self._pacing.send(target.chat_id)
@@ -761,6 +811,7 @@ class DiscordAdapter:
             caps=LIMITS,
             ops=MessageOps(post=post, edit=edit, delete=delete),
             interval=EDIT_INTERVAL_S,
+            stop_for=target.recipient_id,
         )
 
     # -- files (`FetchesFiles`, `SendsFiles`: channels/discord/files.py) ------------------------
@@ -801,7 +852,7 @@ class DiscordAdapter:
         await self._pacing.send(target.chat_id)
         async with translated("edit"):
             await message.edit(
-                content=chunk.text, view=_vote_view(chunk), allowed_mentions=_NO_PINGS
+                content=chunk.text, view=_buttons(chunk), allowed_mentions=_NO_PINGS
             )
 
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:

@@ -5,8 +5,9 @@ tested without a socket. The adapter (`channels/discord.py`) supplies what a pay
 its own: whether the channel is a thread the bot owns, and the thread it just created for a mention.
 
 Button custom ids are `q:<question_id>:<option index>` (a question's options) and
-`fb:<up|down>:<run_id>` (the feedback buttons under an answer); any process can decode a press
-from the id alone, so presses survive restarts without discord.py's stored views.
+`fb:<up|down>:<run_id>` (the feedback buttons under an answer) and `stop:<asker id>` (the Stop
+button under a reply being written); any process can decode a press from the id alone, so
+presses survive restarts without discord.py's stored views.
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ __all__ = [
     "is_our_button",
     "mentions_bot",
     "parse_custom_id",
+    "parse_stop_custom_id",
     "parse_vote_custom_id",
     "press_to_inbound",
     "question_custom_id",
     "readable_content",
     "snowflake_time",
+    "stop_custom_id",
+    "stop_to_inbound",
     "strip_mention",
     "thread_name",
     "to_context",
@@ -55,6 +59,7 @@ _USER_MESSAGE_TYPES = frozenset({0, 19})  # DEFAULT, REPLY; system messages are 
 _COMPONENT_INTERACTION = 3
 _CUSTOM_ID = re.compile(r"^q:(?P<qid>[^:]{1,90}):(?P<index>\d{1,2})$")
 _VOTE_ID = re.compile(r"^fb:(?P<value>up|down):(?P<run>[^:]{1,90})$")
+_STOP_ID = re.compile(r"^stop:(?P<asker>\d{1,25})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +321,11 @@ def parse_vote_custom_id(custom_id: str) -> tuple[str, str] | None:
 
 def is_our_button(custom_id: str) -> bool:
     """A question option or a feedback button of ours (anything else is discord.py's)."""
-    return parse_custom_id(custom_id) is not None or parse_vote_custom_id(custom_id) is not None
+    return (
+        parse_custom_id(custom_id) is not None
+        or parse_vote_custom_id(custom_id) is not None
+        or parse_stop_custom_id(custom_id) is not None
+    )
 
 
 def vote_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
@@ -345,5 +354,47 @@ def vote_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
             run_id=parsed[1],
             message_id=message_id,
             interaction_id=str(payload["id"]),
+        ),
+    )
+
+
+def stop_custom_id(asker_id: str) -> str:
+    return f"stop:{asker_id}"
+
+
+def parse_stop_custom_id(custom_id: str) -> str | None:
+    """The asker's id for one of our Stop buttons; None for anything else."""
+    match = _STOP_ID.match(custom_id)
+    return None if match is None else match["asker"]
+
+
+def stop_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
+    """A press on the Stop button under a reply being written, as the presser's `/stop` in that
+    channel (answered through the press's interaction, like a slash command)."""
+    if payload.get("type") != _COMPONENT_INTERACTION:
+        return None
+    if parse_stop_custom_id(str((payload.get("data") or {}).get("custom_id", ""))) is None:
+        return None
+    member = payload.get("member")
+    user = (member or {}).get("user") or payload.get("user") or {}
+    guild_id = str(payload.get("guild_id") or "")
+    channel = payload.get("channel") or {}
+    channel_id = str(payload.get("channel_id") or channel.get("id"))
+    thread = channel.get("type") in _THREAD_TYPES
+    place = Place.DM if not guild_id else Place.THREAD if thread else Place.GROUP
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=channel_id,
+        sender_id=str(user.get("id", "")),
+        sender_name=_display_name(user, member),
+        text="/stop",
+        provider_message_id=str(payload["id"]),
+        is_dm=not guild_id,
+        native=NativeCommand(
+            name="stop",
+            place=str(place),
+            application_id=str(payload.get("application_id") or ""),
+            token=str(payload.get("token") or ""),
         ),
     )

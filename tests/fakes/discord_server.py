@@ -523,7 +523,11 @@ class FakeDiscord:
         if channel.get("guild_id"):
             data["guild_id"] = channel["guild_id"]
             data["guild_locale"] = "en-US"
-            data["member"] = self._member(user["id"], with_user=True) | {"permissions": "0"}
+            # the member's permissions in this channel, as Discord computes them
+            permissions = str(self.permissions(user["id"]))
+            data["member"] = self._member(user["id"], with_user=True) | {
+                "permissions": permissions
+            }
         else:
             data["user"] = user
         self._interactions[data["token"]] = data
