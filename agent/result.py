@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from switchboard.agent_choice import AgentChoice
 from switchboard.conversation import ContextMessage
 
 __all__ = ["FileData", "ModelCall", "Question", "TurnContext", "TurnResult", "TurnUsage"]
@@ -51,6 +52,9 @@ class TurnContext:
     steer: SteerSource | None = field(default=None, compare=False, repr=False)
     """Steering: asked before each model call for messages the user sent meanwhile; they join
     the run as user messages (`agent.steer`)."""
+    agent: AgentChoice | None = None
+    """The agent a binding chose for this conversation (`agent.backends.registry`); None: the
+    default one."""
 
 
 @dataclass(frozen=True, slots=True)

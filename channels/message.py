@@ -139,6 +139,7 @@ class InboundMessage:
     quoted: tuple[ContextMessage, ...] = ()  # what it replies to, as the event carried it
     observed: bool = False  # not addressed to the bot: only recorded as context, never answered
     vote: Vote | None = None  # a rating of an answer, not words for the agent
+    sender_roles: tuple[str, ...] = ()  # the sender's Discord role ids (bindings match them)
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

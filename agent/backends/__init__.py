@@ -9,12 +9,14 @@ from agent.backends.builtin import BuiltinAgent, build_builtin_graph
 from agent.backends.custom import LoopGuard, load_graph, loop_guard
 from agent.backends.factory import build_agent_backend
 from agent.backends.local import LocalGraphRunner, LoopStopped, first_question
+from agent.backends.registry import AgentRegistry, describe_choice
 from agent.backends.remote import CANCEL_TIMEOUT_S, RemoteGraphRunner
 from agent.backends.spec import AgentSpec, parse_agent_spec
 
 __all__ = [
     "CANCEL_TIMEOUT_S",
     "AgentBackend",
+    "AgentRegistry",
     "AgentSpec",
     "BuiltinAgent",
     "LocalGraphRunner",
@@ -23,6 +25,7 @@ __all__ = [
     "RemoteGraphRunner",
     "build_agent_backend",
     "build_builtin_graph",
+    "describe_choice",
     "first_question",
     "load_graph",
     "loop_guard",

@@ -48,6 +48,7 @@ def decode_message(payload: bytes | str) -> InboundMessage:
             Attachment(**_only(Attachment, a)) for a in known.get("attachments") or ()
         )
         known["event_ids"] = tuple(str(e) for e in known.get("event_ids") or ())
+        known["sender_roles"] = tuple(str(r) for r in known.get("sender_roles") or ())
         known["quoted"] = tuple(ContextMessage.from_dict(q) for q in known.get("quoted") or ())
         button = known.get("button")
         known["button"] = ButtonPress(**_only(ButtonPress, button)) if button else None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from channels.bindings import BindingResolver
 from channels.commands import (
     DEFAULT_PREFIX,
     DEFAULT_SLACK_COMMAND,
@@ -27,6 +28,7 @@ from channels.manager.context import MessageContext
 from channels.manager.ports import LockStore, QueueStore, ThreadStore
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver
+from switchboard.agent_choice import AgentChoice
 from switchboard.state import BusyMode
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ _log = structlog.get_logger(__name__)
 PRE_ACCESS = frozenset({CommandName.LINK, CommandName.UNLINK, CommandName.HELP})
 """Commands a stranger may use: they are how a chat gets access in the first place."""
 
+_AGENT_SETTINGS = frozenset({"agent", "assistant", "model", "system_prompt"})
 StopLocal = Callable[[str], bool]
 """Cancel a turn of this thread running in this process; True if one was running."""
 
@@ -79,7 +82,11 @@ class CommandDesk:
         tools: Callable[[], Sequence[str]] | None = None,
         slack_command: str = DEFAULT_SLACK_COMMAND,
         prefix: str = DEFAULT_PREFIX,
+        agent: AgentChoice | None = None,
+        bindings: BindingResolver | None = None,
     ) -> None:
+        self._agent = (agent or AgentChoice()).over(AgentChoice("builtin", "agent", model_name))
+        self._bindings = bindings
         self._slack_command = slack_command
         self._prefix = prefix
         self._tools = tools
@@ -207,7 +214,7 @@ class CommandDesk:
     async def _status(self, ctx: MessageContext) -> str:
         thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)
         if thread_id is None:
-            return f"No conversation yet here.\nModel: {self._model}"
+            return "\n".join(["No conversation yet here.", *await self._agent_lines(ctx)])
         state = await self._queue.state(thread_id)
         lines = [
             f"Thread: {thread_id[:8]}",
@@ -215,8 +222,28 @@ class CommandDesk:
             f"Queued messages: {max(0, state.unanswered - (1 if state.busy else 0))}",
             f"Waiting for an answer: {'yes' if state.question else 'no'}",
             self._mode_line(state.mode),
-            f"Model: {self._model}",
+            *await self._agent_lines(ctx),
         ]
         if self._tools is not None:
             lines.append(f"Tools: {', '.join(self._tools()) or 'none'}")
         return "\n".join(lines)
+
+    async def _agent_lines(self, ctx: MessageContext) -> list[str]:
+        """The agent and model that answer here: the defaults, or what a binding chose."""
+        bound = await self._bindings.effective(ctx.msg) if self._bindings is not None else None
+        choice = self._agent if bound is None else (bound.agent or AgentChoice()).over(self._agent)
+        builtin = choice.agent.lower() == "builtin"
+        lines = [
+            f"Agent: {choice.describe() if not builtin else 'builtin'}",
+            f"Model: {choice.model if builtin else 'chosen by the agent'}",
+        ]
+        rules = sorted(
+            {
+                r.position
+                for k, r in (bound.sources.items() if bound else ())
+                if k in _AGENT_SETTINGS
+            }
+        )
+        if rules:
+            lines.append(f"Binding: rule {', '.join(map(str, rules))} of the bindings file")
+        return lines

@@ -19,6 +19,7 @@ from channels.manager.ports import (
     RateStore,
     ThreadStore,
 )
+from switchboard.agent_choice import AgentChoice
 from switchboard.state import BusyMode
 
 __all__ = ["ManagerConfig", "ManagerStores", "TurnRunner"]
@@ -54,6 +55,7 @@ class ManagerConfig:
     busy: BusyMode = BusyMode.STEER  # what a message does while its conversation's turn runs
     collect_s: float = 1.5  # `collect`: how long a burst's first message waits for the rest
     model_name: str = "demo"
+    agent: AgentChoice | None = None  # the default agent (SWITCHBOARD_AGENT…), for `/status`
     turn_timeout_s: float = 600.0
     max_input_chars: int = 32_000  # a pasted log or book would cost more than it could help
     typing_delay_s: float = 0.3  # below this an answer arrives before a typing hint would

@@ -83,6 +83,7 @@ class TurnSession:
     hold: ThreadHold | None = None  # the keeper of `lock`, while held
     answered: Delivered | None = None  # the batch's whole answer is out; only closing is left
     mode: BusyMode = BusyMode.QUEUE  # the conversation's busy mode, as this agent can serve it
+    streaming: bool | None = None  # its binding's streaming; None: the operator's setting
 
     def protected(self) -> contextlib.AbstractContextManager[None]:
         """Bookkeeping a lost lock must not cut short (see `ThreadHold.protected`)."""

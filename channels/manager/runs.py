@@ -121,7 +121,8 @@ class AgentRuns:
         answered = asyncio.Event()
         shown: _Shown | None = None
         context = session.context
-        if self._config.streaming and isinstance(adapter, Streams) and self._streams.wanted():
+        streaming = self._config.streaming if session.streaming is None else session.streaming
+        if streaming and isinstance(adapter, Streams) and self._streams.wanted():
             shown = _Shown(adapter.open_stream(target), answered, self._config.stream_after_s)
             context = replace(context, on_text=shown.text, on_status=shown.status)
         started = time.monotonic()

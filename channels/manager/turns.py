@@ -34,6 +34,7 @@ import structlog
 
 from channels import metrics
 from channels.adapter import AckKind, Adapter, Chunk
+from channels.bindings import NO_BINDING, BindingResolver, Effective
 from channels.manager.batches import Batch, pick_batch, recorded_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
@@ -48,7 +49,7 @@ from channels.manager.replies import Responder
 from channels.manager.retry import Step, run_idempotent
 from channels.manager.runs import AgentRuns, RunOutcome
 from channels.manager.steering import Background, Steering
-from channels.message import Platform, ReplyTarget
+from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.render import render_chunks
 from switchboard.errors import AgentError, StorageError, is_transient
 from switchboard.feedback import AnswerRef
@@ -80,8 +81,10 @@ class TurnScheduler:
         config: ManagerConfig,
         background: Background,
         usage: UsageDesk | None = None,
+        bindings: BindingResolver | None = None,
     ) -> None:
         self._usage = usage
+        self._bindings = bindings
         self._background = background
         self._steers = bool(getattr(runtime, "steers", False))
         self._s = stores
@@ -97,10 +100,10 @@ class TurnScheduler:
     def stop_local(self, thread_id: str) -> bool:
         return self._runs.stop_local(thread_id)
 
-    def mode_for(self, stored: BusyMode | None) -> BusyMode:
-        """The busy mode a conversation gets: its own or the default, `steer` served as `queue`
-        by an agent that cannot take messages mid-run."""
-        mode = stored or self._config.busy
+    def mode_for(self, stored: BusyMode | None, default: BusyMode | None = None) -> BusyMode:
+        """The busy mode a conversation gets: its own, its binding's (`default`) or the
+        operator's, `steer` served as `queue` by an agent that cannot take messages mid-run."""
+        mode = stored or default or self._config.busy
         return BusyMode.QUEUE if mode is BusyMode.STEER and not self._steers else mode
 
     @property
@@ -113,6 +116,8 @@ class TurnScheduler:
         """Hand a message to its thread: answer it now, or leave it queued for the holder."""
         assert ctx.thread_id is not None
         token = secrets.token_hex(16)
+        bound = await self._bound(ctx.msg)
+        default = bound.busy or self._config.busy
         if ctx.turn_order is not None:
             await ctx.turn_order.wait_turn()
         try:
@@ -121,7 +126,7 @@ class TurnScheduler:
                 ctx.entry_id,
                 ctx.payload,
                 token,
-                busy=self._config.busy,
+                busy=default,
             )
         finally:
             if ctx.turn_order is not None:
@@ -137,7 +142,7 @@ class TurnScheduler:
             _log.info("message.rejected_busy")
             await self._say.refuse(ctx.adapter, ctx.msg, _BUSY_TEXT)
             return Outcome.ANSWERED
-        mode = self.mode_for(slot.mode)
+        mode = self.mode_for(slot.mode, default)
         if slot.state is SlotState.QUEUED:
             metrics.QUEUE_DEPTH.labels(platform=str(ctx.msg.platform)).set(slot.depth)
             _log.info("message.queued", depth=slot.depth, mode=str(mode))
@@ -182,6 +187,10 @@ class TurnScheduler:
             if not await self._hold(session, slot):
                 return  # not handed back cleanly: stay watched
         await self._s.orphans.forget(thread_id, seen)
+
+    async def _bound(self, msg: InboundMessage) -> Effective:
+        """The message's bindings (in memory; none without a bindings file)."""
+        return NO_BINDING if self._bindings is None else await self._bindings.effective(msg)
 
     # -- holding the thread ----------------------------------------------------------------
 
@@ -385,6 +394,10 @@ class TurnScheduler:
         if question is not None:
             await self._questions.show_answer(session.adapter, target, question, batch.text)
         session.context = turn_context(last, fence=session.lock.token)
+        if self._bindings is not None:  # the agent and streaming this conversation is bound to
+            bound = await self._bound(last)
+            session.context = replace(session.context, agent=bound.agent)
+            session.streaming = _streaming(bound)
         structlog.contextvars.bind_contextvars(thread_id=session.thread_id)
         files, notices = await fetch_batch_files(
             session.adapter, batch.messages, self._config.max_attachment_bytes
@@ -502,6 +515,11 @@ class TurnScheduler:
         session.batch = None
         session.answered = None
         return results[0]
+
+
+def _streaming(bound: Effective) -> bool | None:
+    value = bound.get("streaming")
+    return None if value is None else value == "on"
 
 
 def _said(adapter: Adapter, text: str) -> tuple[Piece, ...]:
