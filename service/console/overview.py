@@ -10,6 +10,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from service.console.conversations import platform_of
 from service.console.sources import ConsoleSources
 from storage import InboxSummary
 from switchboard import __version__
@@ -27,7 +28,7 @@ class LeaseRow:
 class Overview:
     role: str
     version: str
-    platforms: list[tuple[str, str]]  # (platform, "connected" / "down" / "running": no live signal)
+    platforms: list[tuple[str, str, float | None]]  # (platform, connection state, last message)
     leases: list[LeaseRow]
     inbox: InboxSummary
     inbox_wait_s: float | None  # how long the oldest unfinished message has waited
@@ -64,10 +65,15 @@ def _bytes(n: int) -> str:
 
 async def read_overview(src: ConsoleSources) -> Overview:
     now = time.time()
+    recent = await src.threads.recent()
+    last_seen: dict[str, float] = {}
+    for c in recent:  # newest first: a platform's first is its last message
+        last_seen.setdefault(platform_of(c.key), c.active_at)
     platforms = [
         (
             c.platform,
             "running" if c.healthy is None else ("connected" if c.healthy else "down"),
+            last_seen.get(c.platform),
         )
         for c in src.connections()
     ]
@@ -83,7 +89,6 @@ async def read_overview(src: ConsoleSources) -> Overview:
         used, most = _memory(await src.redis.info("memory"))
     except RedisError:
         used, most = "unknown", "unknown"  # INFO may be renamed or denied on managed services
-    recent = await src.threads.recent()
     states = await asyncio.gather(*(src.queue.state(c.thread_id) for c in recent))
     queued = sorted(
         ((c.key, c.thread_id, s.unanswered) for c, s in zip(recent, states, strict=True)),

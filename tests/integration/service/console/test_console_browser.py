@@ -127,6 +127,10 @@ async def test_admin_does_every_task_from_the_browser(
     row = await page.locator("tbody tr").all_inner_texts()
     assert len(row) == 1 and ref in row[0] and "telegram" in row[0] and str(ANN["id"]) in row[0]
 
+    # The overview now tells when Telegram last brought a message.
+    await page.get_by_role("link", name="Overview").click()
+    assert re.search(r"telegram\s+running\s+\d{4}-\d\d-\d\d", await platforms.inner_text())
+
     # Her conversation is listed, and its turns open from it.
     await page.get_by_role("link", name="Conversations").click()
     await page.get_by_role("link", name=f"tg:{ANN['id']}").click()
