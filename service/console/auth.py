@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 
 from service.admin_auth import AdminAuth, Verdict
 from service.console.pages import page, redirect
@@ -62,7 +64,7 @@ async def _values(request: Request) -> dict[str, str] | None:
         return dict(request.query_params)
     try:
         form = await request.form()
-    except Exception:  # the multipart parser's own errors: the client sent a broken body
+    except (HTTPException, MultiPartException):  # the client sent a broken body
         return None
     return {k: v for k, v in form.items() if isinstance(v, str)}
 

@@ -396,3 +396,13 @@ async def test_the_usage_page_lists_the_weeks_biggest_spenders_against_their_lim
     assert len(rows) == 2
     assert "telegram 42" in rows[0] and "1.5000 of 1.00" in rows[0] and "over a limit" in rows[0]
     assert "slack U1" in rows[1] and "within limits" in rows[1]
+
+
+async def test_a_broken_form_is_refused_without_a_fault(console: Console) -> None:
+    await console.log_in()
+    broken = await console.http.post(
+        "/admin/accounts",
+        content=b"--x\r\nContent-Disposition: form-data\r\n\r\nno name\r\n--x--\r\n",
+        headers={"content-type": "multipart/form-data; boundary=x"},
+    )
+    assert broken.status_code == 400 and "could not be read" in broken.text
