@@ -66,7 +66,7 @@ FAMILIES: tuple[KeyFamily, ...] = (
     _f(
         "{<thread>}:<turn state>",
         rf"{_T}:(lock|stop|q|qmsg|done|tries|ledger|busy|warn|question"
-        r"|remote|ctx:mark|ctx:cache)",
+        r"|remote|replies|ctx:mark|ctx:cache)",
     ),
     _f(
         "warn:index",

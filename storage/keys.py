@@ -15,23 +15,25 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 - `{access}`: all accounts, API keys, link tokens and links. Creating a link checks the token,
   the target and the account's index in one script, so they must share a slot; this is
   low-volume data (one EXISTS per message for the link gate), and one slot holds it easily.
-- `sb:inbox` is one stream, so one slot and one node carries the inbox (append, read, finish).
-  That is a few commands per message, far below one node's capacity for the fleets this serves;
-  sharding the inbox into N tagged streams is the follow-up if it ever becomes the hot node.
-- `sb:orphans`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+- The inbox is `SWITCHBOARD_INBOX_SHARDS` streams (`shards.py`): one (`sb:inbox`, the single-node
+  default) or N tagged ones, `sb:inbox:{<N>.<i>.<salt>}`, whose tags spread them evenly over the
+  slot range (16 on a cluster), so every master carries a share of the intake. The orphan index
+  is sharded the same way (`sb:orphans` or `sb:orphans:{<tag>}`); each script touches one shard.
+- `sb:inbox:layouts`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
   `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
   cluster client splits by slot).
 
 | key                                          | type   | TTL                        | owner            |
 |----------------------------------------------|--------|----------------------------|------------------|
-| `sb:inbox`                                   | stream | none (finished entries deleted) | inbox.py    |
-| `sb:orphans`                                 | zset   | none (members removed)     | orphans.py       |
+| `sb:inbox` or `sb:inbox:{<N>.<i>.<salt>}`    | stream | none (finished entries deleted) | inbox.py    |
+| `sb:inbox:layouts`                           | set    | none (one member per shard count used) | inbox.py |
+| `sb:orphans` or `sb:orphans:{<N>.<i>.<salt>}` | zset  | none (members removed)     | orphans.py       |
 | `sb:lease:<name>`                            | string | 30 s, renewed by the owner | leases.py        |
 | `sb:lease-members:<group>`                   | zset   | 30 s, refreshed by beats   | leases.py        |
 | `sb:pace:{<bot>}:<scope>`                    | zset   | the window, slid           | send_windows.py  |
 | `sb:dedupe:{<platform>:<chat>}:<id>`          | string | 24 h (DEDUPE_TTL_S)        | dedupe.py        |
 | `sb:conv:<conversation_key>`                 | string | 30 d sliding (thread TTL)  | thread_map.py    |
-| `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding (thread TTL)  | thread_map.py    |
+| `sb:msg:<platform>:<chat_id>:<message_id>`   | string | 30 d sliding; 50 per thread | thread_map.py   |
 | `sb:{<thread_id>}:lock`                      | string | 30 s, extended while held  | locks.py, thread_queue.py |
 | `sb:{<thread_id>}:stop`                      | string | 10 min (STOP_TTL_S)        | locks.py         |
 | `sb:{<thread_id>}:q`                         | zset   | 1 day, refreshed on write  | thread_queue.py  |
@@ -43,6 +45,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{<thread_id>}:warn`                      | hash   | 1 h backstop               | warnings.py      |
 | `sb:warn:index`                              | zset   | none (members evicted)     | warnings.py      |
 | `sb:{<thread_id>}:question`                  | string | the question's expiry      | questions.py     |
+| `sb:{<thread_id>}:replies`                   | zset   | 30 d (thread TTL), newest 50 | thread_map.py  |
 | `sb:{<thread_id>}:remote`                    | string | 30 d sliding (thread TTL)  | remote_threads.py |
 | `sb:{<thread_id>}:ctx:mark`                  | string | thread TTL, set per turn   | context.py       |
 | `sb:{<thread_id>}:ctx:cache`                 | string | 10 min (CONTEXT_CACHE_TTL_S) | context.py     |
@@ -143,6 +146,11 @@ class Keys:
 
     def question(self, thread_id: str) -> str:
         return self.thread(thread_id, "question")
+
+    def replies(self, thread_id: str) -> str:
+        """The thread's newest bot reply ids (`<platform>\\0<chat>\\0<message>`, scored by time);
+        mappings of replies it lets go are deleted (thread_map.py)."""
+        return self.thread(thread_id, "replies")
 
     def remote_thread(self, thread_id: str) -> str:
         """The LangGraph server thread id behind one of our threads (remote agent backend)."""

@@ -3,6 +3,11 @@
 Values are thread ids (32 hex chars). Both mappings slide: every use refreshes the TTL (30 days by
 default), which is longer than any auto-reply window, so a reply to an old bot message still
 continues its thread while the conversation is alive.
+
+Reply ids are kept per conversation, not per turn: a thread's index (`sb:{<thread>}:replies`)
+holds its newest REPLIES_PER_THREAD bot messages, and the mappings of older ones are deleted, so
+a long conversation holds a fixed number of them. A reply to a bot message older than that
+starts a new conversation.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from redis.exceptions import RedisError
 from storage.failures import storage_error
 from storage.keys import Keys
 
-__all__ = ["THREAD_TTL_S", "Conversation", "ThreadMap"]
+__all__ = ["REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap"]
 
 THREAD_TTL_S = 30 * 24 * 3600  # Longer than any platform's auto-reply window; refreshed on use.
+REPLIES_PER_THREAD = 50  # Bot messages of one conversation a reply can continue it from.
 
 # Get the existing thread id or store the proposed one, refreshing the TTL either way; one script so
 # two concurrent first messages agree on one thread.
@@ -91,16 +97,35 @@ class ThreadMap:
     async def remember_messages(
         self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
     ) -> None:
-        """Record the bot's reply ids so a later "reply to the bot" finds this thread."""
+        """Record the bot's reply ids so a later "reply to the bot" finds this thread, and forget
+        those past the thread's newest REPLIES_PER_THREAD. One pipeline (split by slot on a
+        cluster) writes the mappings and the index and reads what the index let go; deleting
+        those mappings is a second round trip, only once a conversation is past the limit. Only
+        the thread's lock holder records replies, so the index's steps need no transaction."""
         if not message_ids:
             return
+        index = self._keys.replies(thread_id)
+        now = time.time()
+        members = {f"{platform}\0{chat_id}\0{mid}": now for mid in message_ids}
+        beyond = -(REPLIES_PER_THREAD + 1)
         try:
             async with self._r.pipeline(transaction=False) as pipe:
                 for mid in message_ids:
                     pipe.set(self._keys.message(platform, chat_id, mid), thread_id, ex=self._ttl)
-                await pipe.execute()
+                pipe.zadd(index, members, nx=True)
+                pipe.zrange(index, 0, beyond)
+                pipe.zremrangebyrank(index, 0, beyond)
+                pipe.expire(index, self._ttl)
+                dropped = (await pipe.execute())[-3]
+            if dropped:
+                await self._r.delete(*(self._message_key(raw) for raw in dropped))
         except RedisError as exc:
             raise storage_error("reply mapping", exc) from None
+
+    def _message_key(self, member: bytes | str) -> str:
+        text = member.decode() if isinstance(member, bytes) else member
+        platform, chat_id, mid = text.split("\0", 2)
+        return self._keys.message(platform, chat_id, mid)
 
     async def thread_for_message(self, platform: str, chat_id: str, message_id: str) -> str | None:
         """The thread a bot message belongs to (refreshing its TTL), or None."""

@@ -31,7 +31,7 @@ from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S
 from storage.dedupe import DEDUPE_TTL_S
 from storage.inbox import INBOX_MAX_LEN, InboxFull
 from storage.locks import LOCK_TTL_S, STOP_TTL_S
-from storage.thread_map import THREAD_TTL_S
+from storage.thread_map import REPLIES_PER_THREAD, THREAD_TTL_S
 from storage.thread_queue import DONE_TTL_S, MODE_TTL_S, QUEUE_CAP, QUEUE_TTL_S
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.state import (
@@ -597,8 +597,16 @@ class MemoryThreads:
     async def remember_messages(
         self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
     ) -> None:
+        """As Redis: the thread keeps its newest REPLIES_PER_THREAD reply ids."""
+        kept: list[str] = list(self._s.get(f"replies:{thread_id}") or [])
         for mid in message_ids:
-            self._s.set(f"msg:{platform}:{chat_id}:{mid}", thread_id, self._ttl)
+            key = f"msg:{platform}:{chat_id}:{mid}"
+            self._s.set(key, thread_id, self._ttl)
+            if key not in kept:
+                kept.append(key)
+        for key in kept[:-REPLIES_PER_THREAD]:
+            self._s.delete(key)
+        self._s.set(f"replies:{thread_id}", kept[-REPLIES_PER_THREAD:], self._ttl)
 
     async def thread_for_message(self, platform: str, chat_id: str, message_id: str) -> str | None:
         key = f"msg:{platform}:{chat_id}:{message_id}"

@@ -40,6 +40,7 @@ from storage import (
     ThreadMap,
     ThreadQueue,
 )
+from storage.thread_map import REPLIES_PER_THREAD
 from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
     BusyMode,
@@ -512,6 +513,20 @@ async def test_a_conversation_keeps_its_thread_until_new_and_replies_find_it(
     assert await t.thread_for_message("slack", "C", "m2") == fresh
     assert await t.thread_for_message("slack", "C", "m3") is None
     assert await t.thread_for_message("slack", "D", "m1") is None
+
+
+async def test_a_thread_keeps_only_its_newest_reply_ids(ports: Backend) -> None:
+    t = ports.threads
+    thread = await t.resolve("tg:-100:1")
+    other = await t.resolve("tg:-100:2")
+    await t.remember_messages("telegram", "-100", ["o1"], other)
+    for n in range(REPLIES_PER_THREAD + 3):
+        await t.remember_messages("telegram", "-100", [f"m{n}"], thread)
+
+    assert [await t.thread_for_message("telegram", "-100", f"m{n}") for n in range(3)] == [None] * 3
+    assert await t.thread_for_message("telegram", "-100", "m3") == thread
+    assert await t.thread_for_message("telegram", "-100", f"m{REPLIES_PER_THREAD + 2}") == thread
+    assert await t.thread_for_message("telegram", "-100", "o1") == other
 
 
 def _said(message_id: str, text: str = "hi") -> ContextMessage:

@@ -9,6 +9,7 @@ import time
 import redis.asyncio as aioredis
 
 from storage import THREAD_TTL_S, Keys, ThreadMap
+from storage.thread_map import REPLIES_PER_THREAD
 from tests.integration.storage.racing import warm_pool
 
 __all__: list[str] = []
@@ -132,3 +133,21 @@ async def test_recent_lists_conversations_by_their_last_message(
     await redis.expire(keys.conversation("slack:T1:C1:100.1"), 3600 - 60)
     await threads.resolve("tg:1")  # a new message makes it the most recent again
     assert [c.key for c in await threads.recent(limit=1)] == ["tg:1"]
+
+
+async def test_a_long_conversation_keeps_a_fixed_number_of_reply_mappings(
+    redis: aioredis.Redis, keys: Keys, prefix: str
+) -> None:
+    threads = ThreadMap(redis, keys=keys)
+    thread_id = await threads.resolve("tg:-100:7")
+    for n in range(REPLIES_PER_THREAD * 3):
+        await threads.remember_messages("tg", "-100", [f"{n}a", f"{n}b"], thread_id)
+    await threads.remember_messages("tg", "-100", ["last"], thread_id)  # a resend-safe repeat
+    await threads.remember_messages("tg", "-100", ["last"], thread_id)
+
+    mappings = [k async for k in redis.scan_iter(match=f"{prefix}msg:*", count=1000)]
+    assert len(mappings) == REPLIES_PER_THREAD
+    assert await redis.zcard(keys.replies(thread_id)) == REPLIES_PER_THREAD
+    assert await threads.thread_for_message("tg", "-100", "last") == thread_id
+    assert await threads.thread_for_message("tg", "-100", "0a") is None
+    assert THREAD_TTL_S - 60 <= await redis.ttl(keys.replies(thread_id)) <= THREAD_TTL_S
