@@ -19,8 +19,11 @@ modules' loaders:
 Each model then builds the first time it validates: in practice `Update`, `Message`, `User` and
 the dozen methods the adapter calls (a few MB). If aiogram changes shape (no `TelegramObject`, no
 rebuild loop), the hooks step aside and aiogram builds eagerly as before: more memory, same
-behaviour. `tests/unit/channels/test_telegram_lazy_models.py` builds every type and method with the
-recorded namespace, so a forward reference that cannot resolve fails a test, not a chat.
+behaviour. A rebuild call of a shape the hook does not know (no `_types_namespace`) is not
+swallowed: it goes through to pydantic at once, as aiogram made it (eager, from its frame).
+`tests/unit/channels/telegram/test_lazy_models.py` builds every type and method with the
+recorded namespace, so a forward reference that cannot resolve fails a test, not a chat, and
+imports aiogram through a hook that sees a changed rebuild call to prove that it steps aside.
 """
 
 from __future__ import annotations
@@ -80,9 +83,17 @@ def _after_types_base(module: ModuleType) -> None:
     if root is None or not root.model_config.get("defer_build"):
         return
 
-    def record(cls: type, *, _types_namespace: dict[str, Any] | None = None, **_: Any) -> None:
-        if _types_namespace is not None and _state["namespace"] is None:
-            _state["namespace"] = _types_namespace
+    rebuild = root.model_rebuild.__func__  # pydantic's own
+
+    def record(cls: type, **kwargs: Any) -> Any:
+        namespace = kwargs.get("_types_namespace")
+        if namespace is None:  # not the call we know: step aside, aiogram's rebuild runs now
+            # one frame more (this one) between pydantic and the caller's names
+            kwargs["_parent_namespace_depth"] = kwargs.get("_parent_namespace_depth", 2) + 1
+            return rebuild(cls, **kwargs)
+        if _state["namespace"] is None:
+            _state["namespace"] = namespace
+        return None
 
     root.model_rebuild = classmethod(record)  # type: ignore[method-assign, assignment]
 
