@@ -1,31 +1,50 @@
-"""The inbox: a Redis Stream every inbound message is appended to before the platform is told OK.
+"""The inbox: Redis Streams every inbound message is appended to before the platform is told OK.
 
-| key                | type   | value                                          | TTL  |
-|--------------------|--------|------------------------------------------------|------|
-| `sb:inbox`         | stream | field `m`: one message (JSON, channel-owned)   | none |
+| key                                | type   | value                                        | TTL  |
+|------------------------------------|--------|----------------------------------------------|------|
+| `sb:inbox` (one shard)             | stream | field `m`: one message (JSON, channel-owned) | none |
+| `sb:inbox:{<N>.<i>.<salt>}` (N > 1)| stream | the same, for the chats routed to shard i    | none |
+| `sb:inbox:layouts`                 | set    | the shard counts processes announced         | none |
 
-Workers read it through the consumer group `workers` (one consumer name per process). An entry is
-finished (XACK and XDEL in one script) once its message was answered or handed to its thread's
-queue, so the stream holds only unfinished work; `append` refuses past `max_len` unfinished
-entries (the platform then redelivers later) instead of trimming, which would drop messages.
-A consumer that stops leaves its entries pending; `reclaim` hands entries idle for longer than
-`claim_idle_s` to another consumer, and a live consumer keeps its own entries fresh with `touch`.
+`shards` streams (`shards.py`): a message goes to the shard of its chat, so the messages of one
+conversation are read in the order they came. Workers read every shard through the consumer
+group `workers` (one consumer name per process, one reader per shard). An entry is finished
+(XACK and XDEL in one script) once its message was answered or handed to its thread's queue, so a
+stream holds only unfinished work; `append` refuses past `max_len` unfinished entries in all
+(`max_len / shards` per shard; the platform then redelivers later) instead of trimming, which
+would drop messages. A consumer that stops leaves its entries pending; `reclaim` hands entries
+idle for longer than `claim_idle_s` to another consumer, and a live consumer keeps its own entries
+fresh with `touch`. `reclaim` also reads the streams of other shard counts processes announced,
+so changing `SWITCHBOARD_INBOX_SHARDS` on a running fleet drains the old streams.
+
+An entry id is the stream id, with `@<tag>` appended when the stream is a tagged shard, so ids
+of two shards never collide and `finish` knows the stream from the id alone.
+
+With `min_replicas` > 0 an append is acknowledged only once `WAIT` saw that many replicas take
+it (in the same round trip as the append): an entry a failover would lose is reported as a
+failed append, and the platform redelivers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import time
 import uuid
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from storage.failures import storage_error
 from storage.keys import Keys
 from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
-from switchboard.errors import StorageError
+from storage.shards import LEARN_EVERY_S, Layout, announce, others
+from switchboard.errors import StorageError, TransientStorageError
 from switchboard.state import Entry
 
 __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "InboxSummary", "consumer_name"]
@@ -86,107 +105,205 @@ class Inbox:
         consumer: str | None = None,
         max_len: int = INBOX_MAX_LEN,
         claim_idle_s: float = 30.0,
+        shards: int = 1,
+        min_replicas: int = 0,
+        replicas_timeout_ms: int = 2000,
     ) -> None:
         self._r = client
-        self.key = keys.inbox()
+        self._keys = keys
+        self.layout = Layout(shards)
+        self.shards = shards
+        self.key = keys.inbox(self.layout.tags[0])
         self.consumer = consumer or consumer_name()
+        self._shard_cap = max(1, max_len // shards)
         self._max_len = max_len
         self.claim_idle_ms = int(claim_idle_s * 1000)
+        self._min_replicas = min_replicas
+        self._replicas_timeout_ms = replicas_timeout_ms
         self._append = client.register_script(_APPEND)
         self._finish = client.register_script(_FINISH)
         self._touch = client.register_script(_TOUCH)
-        self._cursor = "0-0"
+        self._cursors: dict[str, str] = {}
+        self._draining: tuple[str, ...] = ()  # tags of other layouts' shards
+        self._turn = 0  # where the next reclaim starts, so every shard gets its turn
+        self._learn_at = 0.0  # when to read the announced layouts again (monotonic)
+
+    @property
+    def _tags(self) -> tuple[str, ...]:
+        return self.layout.tags
 
     async def ensure_group(self) -> None:
-        """Create the stream and the group (idempotent); the group starts at the stream's start
-        so entries appended before any worker existed are read too."""
+        """Create every shard's stream and the group (idempotent; the group starts at the
+        stream's start so entries appended before any worker existed are read too), and announce
+        this shard count, learning the others to drain."""
+        for tag in self._tags:
+            await self._ensure_group(tag)
+        self._learn(await announce(self._r, self._keys, self.shards))
+
+    async def _ensure_group(self, tag: str) -> None:
         try:
-            await self._r.xgroup_create(self.key, GROUP, id="0", mkstream=True)
+            await self._r.xgroup_create(self._keys.inbox(tag), GROUP, id="0", mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise storage_error("inbox setup", exc) from None
         except RedisError as exc:
             raise storage_error("inbox setup", exc) from None
 
-    async def append(self, payload: bytes) -> str:
-        """Append one message; its entry id. Raises StorageError (InboxFull when over the cap)."""
+    def _learn(self, counts: Iterable[int]) -> None:
+        self._draining = tuple(t for n in counts for t in Layout(n).tags)
+
+    async def append(self, payload: bytes, route: str = "") -> str:
+        """Append one message to the shard of `route` (its chat); its entry id. Raises
+        StorageError (InboxFull when over the cap; transient when too few replicas took it)."""
+        tag = self.layout.tag_for(route)
+        key = self._keys.inbox(tag)
         try:
-            entry_id = await self._append(keys=[self.key], args=[payload, self._max_len])
+            if self._min_replicas:
+                entry_id = await self._append_replicated(key, payload)
+            else:
+                entry_id = await self._append(keys=[key], args=[payload, self._shard_cap])
         except RedisError as exc:
             raise storage_error("inbox append", exc) from None
         if not entry_id:
             raise InboxFull(f"inbox holds {self._max_len} unfinished messages")
-        return _text(entry_id)
+        return _entry_id(entry_id, tag)
 
-    async def read(self, count: int, block_s: float) -> list[Entry]:
-        """New entries for this consumer, waiting up to `block_s` for the first one."""
+    async def _append_replicated(self, key: str, payload: bytes) -> Any:
+        """The append and `WAIT` on one connection in one round trip (WAIT counts the replicas
+        that have this connection's writes); the script's text is sent only after NOSCRIPT."""
+        args = [payload, self._shard_cap]
+        for send_text in (False, True):
+            async with self._r.pipeline(transaction=False) as pipe:
+                if send_text:
+                    pipe.eval(_APPEND, 1, key, *args)
+                else:
+                    pipe.evalsha(self._append.sha, 1, key, *args)
+                pipe.execute_command("WAIT", self._min_replicas, self._replicas_timeout_ms)
+                entry_id, acked = await pipe.execute(raise_on_error=False)
+            if isinstance(entry_id, NoScriptError) and not send_text:
+                continue
+            if isinstance(entry_id, RedisError):
+                raise entry_id
+            if isinstance(acked, RedisError):
+                raise acked
+            if entry_id and int(acked) < self._min_replicas:
+                raise TransientStorageError(
+                    f"inbox append failed: {int(acked)} of {self._min_replicas} replicas "
+                    "confirmed it in time"
+                )
+            return entry_id
+        raise StorageError("inbox append failed: the script could not be loaded")
+
+    async def read(self, count: int, block_s: float, shard: int = 0) -> list[Entry]:
+        """New entries of one shard for this consumer, waiting up to `block_s` for the first."""
+        tag = self._tags[shard]
+        key = self._keys.inbox(tag)
         try:
             reply = await self._r.xreadgroup(
-                GROUP,
-                self.consumer,
-                {self.key: ">"},
-                count=count,
-                block=max(1, int(block_s * 1000)),
+                GROUP, self.consumer, {key: ">"}, count=count, block=max(1, int(block_s * 1000))
             )
         except ResponseError as exc:
             if "NOGROUP" in str(exc):  # the stream was deleted (FLUSHALL, a restore): recreate
-                await self.ensure_group()
+                await self._ensure_group(tag)
                 return []
             raise storage_error("inbox read", exc) from None
         except RedisError as exc:
             raise storage_error("inbox read", exc) from None
-        entries: list[Entry] = []
-        for _stream, items in reply or ():
-            for entry_id, fields in items:
-                entries.append(Entry(_text(entry_id), bytes(fields.get(_FIELD, b""))))
-        return entries
+        return _entries(reply, tag)
 
     async def reclaim(self, count: int) -> tuple[list[Entry], list[str]]:
-        """Entries of consumers that stopped (idle past `claim_idle_s`), now ours, and the ids of
-        pending entries whose data is gone (finish those). One XAUTOCLAIM page per call."""
+        """Entries of consumers that stopped (idle past `claim_idle_s`) and unread entries of
+        other layouts being drained, now ours, and the ids of pending entries whose data is gone
+        (finish those). One XAUTOCLAIM page per shard, at most `count` entries in all, in one
+        pipeline (one round trip per node)."""
+        own = [(t, False) for t in self._tags] + [(t, False) for t in self._draining]
+        reads = [(t, True) for t in self._draining]
+        work = own + reads
+        if count <= 0 or not work:
+            return [], []
+        start = self._turn % len(work)
+        chosen = (work[start:] + work[:start])[:count]
+        self._turn += len(chosen)
+        each = max(1, count // len(chosen))
         try:
-            reply = await self._r.xautoclaim(
-                self.key, GROUP, self.consumer, self.claim_idle_ms, self._cursor, count=count
-            )
-            self._cursor = _text(reply[0])
-            claimed = [(_text(i), f) for i, f in reply[1] if i is not None]
-            gone = [_text(i) for i in (reply[2] if len(reply) > 2 else ())]
-            counts = await self._deliveries([i for i, _ in claimed])
-        except ResponseError as exc:
-            if "NOGROUP" in str(exc):
-                await self.ensure_group()
-                return [], []
-            raise storage_error("inbox reclaim", exc) from None
+            async with self._r.pipeline(transaction=False) as pipe:
+                for tag, unread in chosen:
+                    key = self._keys.inbox(tag)
+                    if unread:
+                        pipe.xreadgroup(GROUP, self.consumer, {key: ">"}, count=each)
+                    else:
+                        cursor = self._cursors.get(tag, "0-0")
+                        pipe.xautoclaim(
+                            key, GROUP, self.consumer, self.claim_idle_ms, cursor, count=each
+                        )
+                learn = time.monotonic() >= self._learn_at
+                if learn:
+                    pipe.smembers(self._keys.inbox_layouts())
+                replies = await pipe.execute(raise_on_error=False)
         except RedisError as exc:
             raise storage_error("inbox reclaim", exc) from None
+        results = replies[: len(chosen)]
+        if learn and not isinstance(replies[-1], RedisError):
+            self._learn_at = time.monotonic() + LEARN_EVERY_S
+            self._learn(others(replies[-1], self.shards))
+        claimed: list[tuple[str, str, dict[bytes, bytes] | None]] = []
+        fresh: list[Entry] = []
+        gone: list[str] = []
+        for (tag, unread), reply in zip(chosen, results, strict=True):
+            if isinstance(reply, ResponseError) and "NOGROUP" in str(reply):
+                if tag in self._tags:
+                    await self._ensure_group(tag)
+                continue  # a drained layout's stream that was never created: nothing there
+            if isinstance(reply, RedisError):
+                raise storage_error("inbox reclaim", reply)
+            if unread:
+                fresh.extend(_entries(reply, tag))
+                continue
+            self._cursors[tag] = _text(reply[0])
+            claimed.extend((tag, _text(i), f) for i, f in reply[1] if i is not None)
+            gone.extend(_entry_id(i, tag) for i in (reply[2] if len(reply) > 2 else ()))
+        counts = await self._deliveries([(t, i) for t, i, _ in claimed])
         entries = [
-            Entry(i, bytes((f or {}).get(_FIELD, b"")), counts.get(i, 2)) for i, f in claimed
+            Entry(_entry_id(i, t), bytes((f or {}).get(_FIELD, b"")), counts.get((t, i), 2))
+            for t, i, f in claimed
         ]
         if entries:
             INBOX_RECLAIMED.inc(len(entries))
-        return entries, gone
+        return entries + fresh, gone
 
-    async def _deliveries(self, ids: list[str]) -> dict[str, int]:
+    async def _deliveries(self, ids: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
         if not ids:
             return {}
-        pipe = self._r.pipeline(transaction=False)
-        for entry_id in ids:
-            pipe.xpending_range(self.key, GROUP, min=entry_id, max=entry_id, count=1)
-        out: dict[str, int] = {}
-        for rows in await pipe.execute():
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                for tag, entry_id in ids:
+                    key = self._keys.inbox(tag)
+                    pipe.xpending_range(key, GROUP, min=entry_id, max=entry_id, count=1)
+                replies = await pipe.execute()
+        except RedisError as exc:
+            raise storage_error("inbox reclaim", exc) from None
+        out: dict[tuple[str, str], int] = {}
+        for (tag, _), rows in zip(ids, replies, strict=True):
             for row in rows:
-                out[_text(row["message_id"])] = int(row["times_delivered"])
+                out[(tag, _text(row["message_id"]))] = int(row["times_delivered"])
         return out
 
     async def touch(self, ids: list[str]) -> None:
         """Reset the idle time of entries this consumer still works on (a long turn), so no
         other consumer reclaims them. Only entries still ours are touched, checked and claimed in
-        one script: one another consumer reclaimed while we stalled is its now, and claiming it
-        back would run it twice."""
+        one script per shard: one another consumer reclaimed while we stalled is its now, and
+        claiming it back would run it twice."""
         if not ids:
             return
         try:
-            await self._touch(keys=[self.key], args=[GROUP, self.consumer, *sorted(set(ids))])
+            await asyncio.gather(
+                *(
+                    self._touch(
+                        keys=[self._keys.inbox(tag)], args=[GROUP, self.consumer, *sorted(sids)]
+                    )
+                    for tag, sids in _by_shard(ids).items()
+                )
+            )
         except RedisError as exc:
             raise storage_error("inbox touch", exc) from None
 
@@ -195,49 +312,88 @@ class Inbox:
         if not ids:
             return
         try:
-            await self._finish(keys=[self.key], args=[GROUP, *ids])
+            await asyncio.gather(
+                *(
+                    self._finish(keys=[self._keys.inbox(tag)], args=[GROUP, *sids])
+                    for tag, sids in _by_shard(ids).items()
+                )
+            )
         except RedisError as exc:
             raise storage_error("inbox finish", exc) from None
 
+    def _all_keys(self) -> list[str]:
+        return [self._keys.inbox(t) for t in (*self._tags, *self._draining)]
+
     async def observe(self) -> None:
-        """Refresh the pending and lag gauges from XINFO GROUPS (the group's own counters)."""
-        try:
-            groups = await self._r.xinfo_groups(self.key)
-        except RedisError as exc:
-            raise storage_error("inbox info", exc) from None
-        for group in groups:
-            if _text(group.get("name", b"")) == GROUP:
-                INBOX_PENDING.set(int(group.get("pending") or 0))
-                INBOX_LAG.set(int(group.get("lag") or 0))
+        """Refresh the pending and lag gauges from every shard's XINFO GROUPS (the group's own
+        counters), summed."""
+        summary = await self.summary()
+        INBOX_PENDING.set(summary.in_hand)
+        INBOX_LAG.set(summary.unread)
 
     async def backlog(self) -> int:
-        """Unfinished entries (read or not)."""
-        try:
-            return int(await self._r.xlen(self.key))
-        except RedisError as exc:
-            raise storage_error("inbox length", exc) from None
-
-    async def summary(self) -> InboxSummary:
-        """Length, the group's counters and the oldest entry's arrival, in one round trip."""
+        """Unfinished entries (read or not), in every shard."""
         try:
             async with self._r.pipeline(transaction=False) as pipe:
-                pipe.xlen(self.key)
-                pipe.xinfo_groups(self.key)
-                pipe.xrange(self.key, count=1)
-                length, groups, oldest = await pipe.execute(raise_on_error=False)
+                for key in self._all_keys():
+                    pipe.xlen(key)
+                lengths = await pipe.execute()
+        except RedisError as exc:
+            raise storage_error("inbox length", exc) from None
+        return sum(int(n or 0) for n in lengths)
+
+    async def summary(self) -> InboxSummary:
+        """Length, the group's counters and the oldest entry's arrival over every shard, in
+        one pipeline (one round trip per node)."""
+        keys = self._all_keys()
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.xlen(key)
+                    pipe.xinfo_groups(key)
+                    pipe.xrange(key, count=1)
+                replies = await pipe.execute(raise_on_error=False)
         except RedisError as exc:
             raise storage_error("inbox summary", exc) from None
-        if isinstance(length, RedisError):
-            raise storage_error("inbox summary", length)
-        named = groups if isinstance(groups, list) else []  # no stream yet: no group either
-        ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
-        first = oldest[0][0] if isinstance(oldest, list) and oldest else None
-        return InboxSummary(
-            unfinished=int(length or 0),
-            in_hand=int(ours.get("pending") or 0),
-            unread=int(ours.get("lag") or 0),
-            oldest_at=int(_text(first).partition("-")[0]) / 1000 if first else None,
-        )
+        unfinished = in_hand = unread = 0
+        oldest: float | None = None
+        for at in range(0, len(replies), 3):
+            length, groups, first = replies[at : at + 3]
+            if isinstance(length, RedisError):
+                raise storage_error("inbox summary", length)
+            named = groups if isinstance(groups, list) else []  # no stream yet: no group either
+            ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
+            unfinished += int(length or 0)
+            in_hand += int(ours.get("pending") or 0)
+            unread += int(ours.get("lag") or 0)
+            if isinstance(first, list) and first:
+                arrived = int(_text(first[0][0]).partition("-")[0]) / 1000
+                oldest = arrived if oldest is None else min(oldest, arrived)
+        return InboxSummary(unfinished=unfinished, in_hand=in_hand, unread=unread, oldest_at=oldest)
+
+
+def _entries(reply: Any, tag: str) -> list[Entry]:
+    entries: list[Entry] = []
+    for _stream, items in reply or ():
+        for entry_id, fields in items:
+            entries.append(Entry(_entry_id(entry_id, tag), bytes(fields.get(_FIELD, b""))))
+    return entries
+
+
+def _entry_id(stream_id: bytes | str, tag: str) -> str:
+    """Our id of an entry: the stream id, and the shard's tag when it has one."""
+    sid = _text(stream_id)
+    return f"{sid}@{tag}" if tag else sid
+
+
+def _by_shard(ids: Iterable[str]) -> dict[str, list[str]]:
+    """Entry ids (ours, or their sortable form) grouped by shard tag, as stream ids."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for entry_id in ids:
+        sid, _, tag = entry_id.partition("@")
+        ms, _, seq = sid.partition("-")
+        out[tag].append(f"{int(ms)}-{int(seq or 0)}")
+    return out
 
 
 def _text(value: bytes | str) -> str:

@@ -45,12 +45,13 @@ _OPERATOR = "operator data: one per account or link, kept until revoked or delet
 FAMILIES: tuple[KeyFamily, ...] = (
     _f(
         "inbox",
-        r"inbox(:\d+)?",
+        rf"inbox(:{_T})?",
         "unfinished entries only (finished ones are deleted); appends are refused past 100,000",
     ),
+    _f("inbox:layouts", r"inbox:layouts", "one member per shard count ever configured"),
     _f(
         "orphans",
-        r"orphans(:\d+)?",
+        rf"orphans(:{_T})?",
         "one member per thread waiting for a holder, removed when checked",
     ),
     _f("failures", r"failures", ""),

@@ -111,12 +111,17 @@ class Keys:
         """Processes competing for a group of leases (a bot's shards), scored by last beat."""
         return f"{self.prefix}lease-members:{group}"
 
-    def inbox(self) -> str:
-        return f"{self.prefix}inbox"
+    def inbox(self, tag: str = "") -> str:
+        """The inbox stream; with more than one shard, the shard of hash tag `tag` (shards.py)."""
+        return f"{self.prefix}inbox:{{{tag}}}" if tag else f"{self.prefix}inbox"
 
-    def orphans(self) -> str:
+    def inbox_layouts(self) -> str:
+        """The shard counts processes announced, so a new count drains the old streams."""
+        return f"{self.prefix}inbox:layouts"
+
+    def orphans(self, tag: str = "") -> str:
         """Threads whose queue waits on a holder; the sweeper checks them once they are due."""
-        return f"{self.prefix}orphans"
+        return f"{self.prefix}orphans:{{{tag}}}" if tag else f"{self.prefix}orphans"
 
     def question_thread(self, question_id: str) -> str:
         return f"{self.prefix}qid:{question_id}"

@@ -6,10 +6,16 @@ long before that; if the holder died (or its last step failed), the sweeper find
 takes the free lock and answers the queue, so no queued message waits for a new message to come.
 A thread leaves the index only when the sweeper saw its queue empty, and only if no message
 re-added it meanwhile (the score is compared in the same script).
+
+With `shards` > 1 the index is split like the inbox (`shards.py`): `sb:orphans:{<tag>}`, a
+thread in the shard of its id, so no one zset is every worker's hot key. `due` reads every shard
+(and those of other shard counts announced, so a changed count loses no mark) in one pipeline;
+`forget` drops the thread from its shard in each layout.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import redis.asyncio as redis
@@ -17,6 +23,7 @@ from redis.exceptions import RedisError
 
 from storage.failures import storage_error
 from storage.keys import Keys
+from storage.shards import LEARN_EVERY_S, Layout, others
 
 __all__ = ["Orphans"]
 
@@ -28,34 +35,55 @@ return 1
 
 
 class Orphans:
-    def __init__(self, client: redis.Redis, *, keys: Keys, grace_s: float) -> None:
+    def __init__(self, client: redis.Redis, *, keys: Keys, grace_s: float, shards: int = 1) -> None:
         self._r = client
-        self._key = keys.orphans()
+        self._keys = keys
+        self.layout = Layout(shards)
         self.grace_s = grace_s
         self._forget = client.register_script(_FORGET)
+        self._layouts = (self.layout,)  # this one first, then those being drained
+        self._learn_at = 0.0  # when to read the announced layouts again (monotonic)
 
     async def watch(self, thread_id: str, after_s: float | None = None) -> None:
         """Check this thread `after_s` (default `grace_s`) from now, later if already due
         later: a failed batch's backoff is never cut short by a message queueing behind it."""
         due = time.time() + (self.grace_s if after_s is None else after_s)
+        key = self._keys.orphans(self.layout.tag_for(thread_id))
         try:
-            await self._r.zadd(self._key, {thread_id: due}, gt=True)
+            await self._r.zadd(key, {thread_id: due}, gt=True)
         except RedisError as exc:
             raise storage_error("orphan watch", exc) from None
 
     async def due(self, limit: int = 50) -> list[tuple[str, float]]:
-        """Threads due for a check, with the score seen (pass it back to `forget`)."""
+        """Threads due for a check, with the score seen (pass it back to `forget`), at most
+        `limit` from each shard."""
+        now = time.time()
         try:
-            rows = await self._r.zrangebyscore(
-                self._key, "-inf", time.time(), start=0, num=limit, withscores=True
-            )
+            if time.monotonic() >= self._learn_at:  # a first call, then every few seconds
+                members = await self._r.smembers(self._keys.inbox_layouts())
+                self._learn_at = time.monotonic() + LEARN_EVERY_S
+                counts = others(members, self.layout.count)
+                self._layouts = (self.layout, *(Layout(n) for n in counts))
+            keys = [self._keys.orphans(t) for layout in self._layouts for t in layout.tags]
+            async with self._r.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.zrangebyscore(key, "-inf", now, start=0, num=limit, withscores=True)
+                shards = await pipe.execute()
         except RedisError as exc:
             raise storage_error("orphan scan", exc) from None
-        return [(t.decode() if isinstance(t, bytes) else t, float(s)) for t, s in rows]
+        seen: dict[str, float] = {}
+        for rows in shards:
+            for t, s in rows:
+                thread_id = t.decode() if isinstance(t, bytes) else t
+                seen[thread_id] = max(float(s), seen.get(thread_id, float("-inf")))
+        return list(seen.items())
 
     async def forget(self, thread_id: str, seen: float) -> None:
-        """Drop the thread unless a new message re-armed it after `seen`."""
+        """Drop the thread unless a new message re-armed it after `seen` (in each layout)."""
+        keys = {self._keys.orphans(layout.tag_for(thread_id)) for layout in self._layouts}
         try:
-            await self._forget(keys=[self._key], args=[thread_id, repr(seen)])
+            await asyncio.gather(
+                *(self._forget(keys=[key], args=[thread_id, repr(seen)]) for key in keys)
+            )
         except RedisError as exc:
             raise storage_error("orphan forget", exc) from None

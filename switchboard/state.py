@@ -183,9 +183,11 @@ class ThreadState:
 
 
 def sortable_entry_id(entry_id: str) -> str:
-    """A stream id `ms-seq` padded so that lexical order is arrival order."""
-    ms, _, seq = entry_id.partition("-")
-    return f"{int(ms):015d}-{int(seq or 0):08d}"
+    """A stream id `ms-seq` padded so that lexical order is arrival order; an inbox shard's
+    `@<tag>` stays on the end, so ids of two shards never collide."""
+    sid, at, tag = entry_id.partition("@")
+    ms, _, seq = sid.partition("-")
+    return f"{int(ms):015d}-{int(seq or 0):08d}{at}{tag}"
 
 
 @dataclass(frozen=True, slots=True)

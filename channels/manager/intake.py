@@ -1,7 +1,8 @@
 """The worker side of the inbox: read entries with bounded concurrency, keep them, finish them.
 
-One reader task takes only as many entries as there are free slots (`max_concurrent_turns`), so
-a burst waits in Redis, where every worker can take a share, never in this process's memory. A
+One reader task per inbox shard takes only as many entries as there are free slots
+(`max_concurrent_turns`, shared fairly between the shards' readers), so a burst waits in Redis,
+where every worker can take a share, never in this process's memory. A
 housekeeping task keeps this worker's entries fresh (a long turn is not mistaken for a dead
 worker), takes over entries of workers that stopped, and hands due orphaned queues to the sweeper.
 An entry that fails on storage is retried here a few times, then left for any worker to reclaim.
@@ -64,8 +65,12 @@ class Intake:
     async def start(self) -> None:
         await self._inbox.ensure_group()
         self._running = True
+        shards = self._inbox.shards
         self._loops = [
-            asyncio.create_task(self._read_loop(), name="inbox:read"),
+            *(
+                asyncio.create_task(self._read_loop(shard, shards), name=f"inbox:read:{shard}")
+                for shard in range(shards)
+            ),
             asyncio.create_task(self._housekeeping(), name="inbox:housekeeping"),
         ]
 
@@ -124,17 +129,18 @@ class Intake:
         if n > 0:
             self._freed.set()
 
-    async def _read_loop(self) -> None:
+    async def _read_loop(self, shard: int, shards: int) -> None:
         failures = 0
         while self._running:
             while self._free <= 0:
                 self._freed.clear()
                 await self._freed.wait()
-            # one slot stays out of the blocking read: housekeeping's sweeps and reclaims need
-            # it, or an idle worker would hold every slot in a read that returns nothing
-            taken = self._take(min(_READ_BATCH, max(1, self._free - 1)))
+            # one slot stays out of the blocking reads: housekeeping's sweeps and reclaims need
+            # it, or an idle worker would hold every slot in reads that return nothing; the rest
+            # is shared between the shards' readers, so a quiet shard leaves slots to the others
+            taken = self._take(min(_READ_BATCH, max(1, (self._free - 1) // shards)))
             try:
-                entries = await self._inbox.read(taken, _READ_BLOCK_S)
+                entries = await self._inbox.read(taken, _READ_BLOCK_S, shard)
                 failures = 0
             except StorageError as exc:
                 self._give(taken)

@@ -739,13 +739,14 @@ class MemoryInbox:
         self.stream = stream
         self.consumer = consumer
         self.claim_idle_ms = int(claim_idle_s * 1000)
+        self.shards = 1  # one stream: the in-memory twin has no slots to spread over
         self.observed = 0  # `observe` calls: one per housekeeping round of an Intake
         self.reads = 0  # `read` calls begun
 
     async def ensure_group(self) -> None:
         return None
 
-    async def append(self, payload: bytes) -> str:
+    async def append(self, payload: bytes, route: str = "") -> str:
         stream = self.stream
         if len(stream.entries) >= stream.max_len:
             raise InboxFull(f"inbox holds {stream.max_len} unfinished messages")
@@ -754,7 +755,7 @@ class MemoryInbox:
         stream.arrived.set()
         return entry_id
 
-    async def read(self, count: int, block_s: float) -> list[Entry]:
+    async def read(self, count: int, block_s: float, shard: int = 0) -> list[Entry]:
         self.reads += 1
         stream = self.stream
         if not stream.unread():
