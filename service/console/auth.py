@@ -102,6 +102,11 @@ def add_login(
 
     @app.get("/admin/login", include_in_schema=False)
     async def login_form(request: Request) -> Response:
+        try:
+            if await live_session(request) is not None:
+                return redirect("/admin")  # already signed in
+        except StorageError as exc:
+            return _storage_down(exc)
         return login_page(request)
 
     @app.post("/admin/login", include_in_schema=False)

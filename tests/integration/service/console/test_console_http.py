@@ -136,7 +136,10 @@ async def test_over_https_the_session_cookie_is_secure(
 
 
 async def test_every_page_forbids_scripts_framing_and_caching(console: Console) -> None:
+    login = await console.http.get("/admin/login")
+    assert "default-src 'none'" in login.headers["content-security-policy"]
     await console.log_in()
+    assert (await console.http.get("/admin/login")).headers["location"] == "/admin"
     for path in (
         "/admin",
         "/admin/failures",
@@ -146,7 +149,6 @@ async def test_every_page_forbids_scripts_framing_and_caching(console: Console) 
         "/admin/feedback",
         "/admin/conversations",
         "/admin/mcp",
-        "/admin/login",
     ):
         response = await console.http.get(path)
         assert response.status_code == 200, path
