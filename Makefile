@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint unit integration bench bench-floor bench-fleet bench-memory clean lock
+.PHONY: install run test lint unit integration bench bench-floor bench-fleet bench-memory bench-state clean lock
 
 install: $(STAMP)
 
@@ -49,6 +49,10 @@ bench-fleet: install
 # Idle RSS of serve per platform combination and the console; a 20,000-message soak (issue 20).
 bench-memory: install
 	$(BIN)/python bench/memory.py
+
+# Redis memory of one conversation at 10-200 turns and of 1,000 idle ones, every key family (issue 29).
+bench-state: install
+	$(BIN)/python bench/state.py
 
 # requirements.lock: everything, for .venv and CI; requirements-runtime.lock: no dev tools, for the
 # Docker image (same pins: uv keeps the versions already in each file unless asked to upgrade).
