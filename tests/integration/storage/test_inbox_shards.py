@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis.asyncio as aioredis
 
 from storage import Inbox, InboxFull, Keys
@@ -219,3 +220,23 @@ async def test_a_smaller_shard_count_drains_the_old_shards(
     assert in_hand in drained  # reclaimed from the old layout once its consumer went quiet
     await new.finish(sorted(drained))
     assert await new.backlog() == 0
+
+
+async def test_on_a_cluster_intake_lands_on_every_master(
+    redis: aioredis.Redis, keys: Keys, redis_cluster: bool
+) -> None:
+    if not redis_cluster:
+        pytest.skip("needs a Redis Cluster (CI's cluster pass)")
+    inbox = _inbox(redis, keys, "a", shards=16)
+    await inbox.ensure_group()
+    for n in range(200):
+        await inbox.append(b"x", route=f"tg:{n}")
+    per_master: dict[str, int] = {}
+    for tag in inbox.layout.tags:
+        key = keys.inbox(tag)
+        node = redis.get_node_from_key(key)  # type: ignore[attr-defined]
+        per_master[node.name] = per_master.get(node.name, 0) + int(await redis.xlen(key))
+    masters = {n.name for n in redis.get_primaries()}  # type: ignore[attr-defined]
+    assert set(per_master) == masters
+    assert all(count > 0 for count in per_master.values())
+    assert sum(per_master.values()) == 200
