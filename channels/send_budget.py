@@ -39,6 +39,7 @@ __all__ = [
     "Rate",
     "book",
     "cosmetic",
+    "essential",
     "is_cosmetic",
 ]
 
@@ -59,6 +60,17 @@ def cosmetic() -> Iterator[None]:
     """Calls made in this block are partial updates of a streamed reply: each goes only if its
     budget has room at once (`book`), never queuing ahead of a reply or notice."""
     token = _cosmetic.set(True)
+    try:
+        yield
+    finally:
+        _cosmetic.reset(token)
+
+
+@contextlib.contextmanager
+def essential() -> Iterator[None]:
+    """Calls made in this block wait for their budget even inside `cosmetic()`: a stream's
+    first message standing in for a call that booked the budget and landed nothing."""
+    token = _cosmetic.set(False)
     try:
         yield
     finally:

@@ -35,7 +35,7 @@ import structlog
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.render import render_chunks
 from channels.render.chunking import measure_fn
-from channels.send_budget import BudgetBusy, cosmetic
+from channels.send_budget import BudgetBusy, cosmetic, essential
 from switchboard.errors import PlatformError, PlatformRateLimited
 
 __all__ = [
@@ -235,6 +235,16 @@ class EditStream:
     async def status(self, line: str) -> None:
         self._partial = Partial(text=self._partial.text, status=line)
         self._throttle.offer(self._partial)
+
+    async def show_now(self, text: str) -> None:
+        """Show `text` at once, waiting for the send budget instead of yielding it: for a
+        stream taking over from a call that booked the budget and showed nothing (Slack's
+        refused `chat.startStream`), so the reader is not left an interval behind."""
+        self._partial = Partial(text=text, status=self._partial.status)
+        if not text.strip():
+            return
+        with essential():
+            await self._show(self._partial)
 
     async def finish(self, chunks: Sequence[Chunk]) -> SentRef:
         await self._throttle.settle()

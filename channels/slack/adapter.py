@@ -66,10 +66,12 @@ from channels.slack.blocks import question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
     FEEDBACK_ACTION,
+    STOP_ACTION,
     BotIdentity,
     is_for_bot,
     parse_button_value,
     slash_to_inbound,
+    stop_press,
     to_inbound,
 )
 from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
@@ -104,6 +106,7 @@ LIMITS = Capabilities(
     votes="buttons",
 )
 
+_STOP_REFUSED = "Only the person who asked, or a workspace admin, can stop this answer."
 _ACK_REACTIONS = {
     AckKind.RECEIVED: "eyes",
     AckKind.QUEUED: "hourglass_flowing_sand",
@@ -177,6 +180,7 @@ class SlackAdapter:
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
         self._app.action(FEEDBACK_ACTION)(self._on_action)
+        self._app.action(STOP_ACTION)(self._on_stop)
         self._command = "/" + command.lstrip("/")
         self._app.command(self._command)(self._on_command)
         # Bolt answers 404 (Events API) or never acks (Socket Mode) what no listener matches, so
@@ -272,6 +276,34 @@ class SlackAdapter:
             _log.debug("slack.button_pressed")
             await self._deliver(msg)  # not taken: no ack, and Slack tells the presser
         await ack()
+
+    async def _on_stop(self, ack: Any, body: dict[str, Any]) -> None:
+        """The Stop button under a reply being written: the asker's (or a workspace admin's)
+        press is their `/stop` in that conversation; anyone else is told, only them."""
+        pressed = stop_press(body, await self._identity())
+        if pressed is not None:
+            msg, asker = pressed
+            structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
+            allowed = msg.sender_id == asker or await self._admin_or_false(msg)
+            _log.info("stop.pressed", allowed=allowed)
+            if allowed:
+                await self._deliver(msg)  # not taken: no ack, and Slack tells the presser
+            else:
+                await self._refuse_stop(msg)
+        await ack()
+
+    async def _admin_or_false(self, msg: InboundMessage) -> bool:
+        try:
+            return await self.is_workspace_admin(msg)
+        except PlatformError as exc:
+            _log.warning("slack.admin_check_failed", code=exc.code)
+            return False
+
+    async def _refuse_stop(self, msg: InboundMessage) -> None:
+        try:
+            await self._ephemeral(msg, _escape(_STOP_REFUSED))
+        except PlatformError as exc:
+            _log.warning("slack.stop_refusal_failed", code=exc.code)
 
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
         """Our slash command: acked (with nothing to show yet) once it is in the inbox; not

@@ -11,9 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from channels.adapter import QuestionPrompt
-from channels.slack.events import BUTTON_PREFIX, FEEDBACK_ACTION, button_value, vote_value
+from channels.slack.events import (
+    BUTTON_PREFIX,
+    FEEDBACK_ACTION,
+    STOP_ACTION,
+    button_value,
+    vote_value,
+)
 
-__all__ = ["answer_blocks", "question_blocks"]
+__all__ = ["answer_blocks", "question_blocks", "stop_blocks"]
 
 _SECTION_MAX = 3000  # Block Kit section text limit
 _BUTTONS_PER_BLOCK = 25  # Block Kit actions block limit
@@ -72,6 +78,31 @@ def answer_blocks(text: str, run_id: str) -> list[dict[str, Any]]:
                         "value": vote_value("down", run_id),
                         "accessibility_label": "Bad answer",
                     },
+                }
+            ],
+        }
+    )
+    return blocks
+
+
+def stop_blocks(text: str, asker_id: str) -> list[dict[str, Any]]:
+    """Block Kit for a reply being written: its text so far, then a Stop button that only the
+    asker (or a workspace admin) may press; the final text replaces both."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": part}}
+        for part in _split_section(text)
+    ]
+    blocks.append(
+        {
+            "type": "actions",
+            "block_id": STOP_ACTION,
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "Stop", "emoji": True},
+                    "action_id": STOP_ACTION,
+                    "value": f"{STOP_ACTION}:{asker_id}",
+                    "style": "danger",
                 }
             ],
         }

@@ -13,6 +13,8 @@ Kept apart from the adapter's I/O so every rule here is tested on plain payload 
 |                                         | so the manager's dedupe answers it once                |
 | `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
 | `block_actions` on our feedback buttons  | a `Vote` (`fb:up:<run>` / `fb:down:<run>`)            |
+| `block_actions` on a Stop button         | `/stop` from the presser (`stop_press`; the adapter   |
+|                                          | lets only the asker or an admin through)              |
 | our slash command (`/switchboard stop`)  | `/stop` with `native` set: answered through its        |
 |                                          | `response_url`, privately as the registry says         |
 
@@ -41,12 +43,14 @@ __all__ = [
     "BUTTON_PREFIX",
     "FEEDBACK_ACTION",
     "SLACKBOT_USER_ID",
+    "STOP_ACTION",
     "BotIdentity",
     "button_value",
     "is_for_bot",
     "parse_button_value",
     "parse_vote_value",
     "slash_to_inbound",
+    "stop_press",
     "to_inbound",
     "vote_value",
 ]
@@ -58,6 +62,8 @@ FEEDBACK_ACTION = "fb"
 """The action_id of the feedback buttons under an answer; each button's value is
 `fb:<up|down>:<run_id>`."""
 _VOTE_VALUES = ("up", "down")
+STOP_ACTION = "stop"
+"""The action_id of the Stop button under a reply being written; its value is `stop:<asker>`."""
 
 _USER_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -269,6 +275,41 @@ def _vote(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
             interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
         ),
     )
+
+
+def stop_press(body: Mapping[str, Any], me: BotIdentity) -> tuple[InboundMessage, str] | None:
+    """A press on the Stop button under a reply being written, as the presser's `/stop` in
+    that conversation, with the asker's id its value names (the adapter decides who may)."""
+    action = next(
+        (
+            a
+            for a in body.get("actions") or ()
+            if isinstance(a, Mapping) and a.get("action_id") == STOP_ACTION
+        ),
+        None,
+    )
+    prefix, _, asker = str((action or {}).get("value") or "").partition(":")
+    user = body.get("user") or {}
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    reply_ts = str(container.get("message_ts") or message.get("ts") or "")
+    if action is None or prefix != STOP_ACTION or not asker or not user.get("id") or not channel:
+        return None
+    is_dm = channel.startswith("D")
+    thread_ts = container.get("thread_ts") or message.get("thread_ts") or None
+    msg = InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str((body.get("team") or {}).get("id") or user.get("team_id") or me.team_id),
+        chat_id=channel,
+        sender_id=str(user["id"]),
+        sender_name=str(user.get("name") or user.get("username") or user["id"]),
+        text="/stop",
+        provider_message_id=str(action.get("action_ts") or body.get("trigger_id") or reply_ts),
+        is_dm=is_dm,
+        thread_anchor=thread_ts if is_dm else (thread_ts or reply_ts),
+    )
+    return msg, asker
 
 
 SLACKBOT_USER_ID = "USLACKBOT"

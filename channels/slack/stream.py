@@ -31,7 +31,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.adapter import Capabilities, Chunk, SentRef
 from channels.message import ReplyTarget
-from channels.slack.blocks import answer_blocks
+from channels.slack.blocks import answer_blocks, stop_blocks
 from channels.slack.pacing import SlackPacing
 from channels.streaming import EditStream, MessageOps, Partial, Throttle, escape_markdown
 from switchboard.errors import PlatformError, PlatformRateLimited
@@ -50,8 +50,10 @@ _log = structlog.get_logger(__name__)
 
 
 def chunk_blocks(chunk: Chunk) -> list[dict[str, Any]] | None:
-    """The blocks a message needs beyond its text: an answer that can be rated carries
-    Slack's feedback buttons under it; any other message none."""
+    """The blocks a message needs beyond its text: a reply being written carries a Stop
+    button, an answer that can be rated Slack's feedback buttons; any other message none."""
+    if chunk.stop_for:
+        return stop_blocks(chunk.text, chunk.stop_for)
     return answer_blocks(chunk.text, chunk.vote_run) if chunk.vote_run else None
 
 
@@ -220,7 +222,14 @@ class SlackStream:
             self._refusals.add(self._target.chat_id, str(exc.code))
             _log.info("slack.stream_refused", code=exc.code)
             self._edits = self._edit_stream()
-            await self._edits.update(self._partial.text)
+            try:  # what startStream would have shown, posted now: its budget went to nothing
+                await self._edits.show_now(text)
+            except PlatformError as exc:
+                if isinstance(exc, PlatformRateLimited):
+                    raise
+                _log.warning("slack.stream_fallback_failed", code=exc.code)
+            if self._partial.text != text:
+                await self._edits.update(self._partial.text)
             if self._partial.status:
                 await self._edits.status(self._partial.status)
             return
@@ -269,4 +278,5 @@ class SlackStream:
             caps=self._caps,
             ops=MessageOps(post=post, edit=edit, delete=delete),
             interval=EDIT_INTERVAL_S,
+            stop_for=target.recipient_id,
         )
