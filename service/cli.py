@@ -111,9 +111,11 @@ def _build_parser() -> argparse.ArgumentParser:
         from service.cli_admin import add_admin_commands
 
         add_admin_commands(sub)
+    from service.cli_bindings import add_bindings_commands
     from service.cli_slack import add_slack_commands
     from service.cli_store import add_store_commands
 
+    add_bindings_commands(sub)
     add_slack_commands(sub)
     add_store_commands(sub)
     return parser

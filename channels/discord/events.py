@@ -207,6 +207,7 @@ def to_inbound(
         chat_id=chat_id or str(payload["channel_id"]),
         sender_id=_author_id(payload),
         sender_name=_display_name(author, payload.get("member")),
+        sender_roles=tuple(str(r) for r in (payload.get("member") or {}).get("roles") or ()),
         text=strip_mention(payload.get("content") or "", me.id),
         provider_message_id=str(payload["id"]),
         is_dm=not guild_id,

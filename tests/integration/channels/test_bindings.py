@@ -1,0 +1,214 @@
+"""Bindings end to end: the production wiring (`build_core`) with a bindings file, real Redis,
+the real Slack and Discord SDKs against the fake platforms, and the fake OpenAI server, which
+records the model each request names."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from channels.discord import DiscordAdapter
+from channels.message import InboundMessage, Platform
+from channels.slack import SlackAdapter
+from service.app import Core, build_core
+from service.settings import Settings
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import API_KEY, FakeOpenAI
+from tests.fakes.recording_adapter import RecordingAdapter
+from tests.fakes.slack_server import FakeSlack
+from tests.support import wait_until
+
+_ts = itertools.count(1)
+_ids = itertools.count(1)
+
+CoreFactory = Callable[..., Awaitable[Core]]
+
+
+@pytest.fixture
+async def make_core(
+    redis: aioredis.Redis, prefix: str, tmp_path: Path
+) -> AsyncIterator[CoreFactory]:
+    """The production core with `rules` written as its bindings file."""
+    stack = AsyncExitStack()
+
+    async def factory(rules: str, **overrides: Any) -> Core:
+        path = tmp_path / "bindings.yaml"
+        path.write_text(rules, encoding="utf-8")
+        fields = {
+            "access": "open",
+            "redis_prefix": prefix,
+            "data_dir": tmp_path,
+            "streaming": "off",
+            "bindings": path,
+            **overrides,
+        }
+        settings = Settings(_env_file=None, **fields)  # type: ignore[arg-type]
+        return await stack.enter_async_context(build_core(settings, redis))
+
+    try:
+        yield factory
+    finally:
+        await stack.aclose()
+
+
+def _slack_mention(text: str, *, channel: str, ts: str) -> dict[str, Any]:
+    return {
+        "type": "app_mention",
+        "user": "U1",
+        "text": f"<@UBOT> {text}",
+        "ts": ts,
+        "channel": channel,
+        "team": "T0FAKE",
+    }
+
+
+def _dm(text: str, *, user: str = "U1", chat: str = "D1") -> InboundMessage:
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id=chat,
+        sender_id=user,
+        sender_name="alice",
+        text=text,
+        provider_message_id=f"m{next(_ids)}",
+        is_dm=True,
+    )
+
+
+async def test_two_slack_channels_are_answered_by_the_models_their_bindings_name(
+    make_core: CoreFactory, openai_server: FakeOpenAI
+) -> None:
+    core = await make_core(
+        "- platform: slack\n  channel: C1\n  model: openai:model-one\n"
+        "- platform: slack\n  channel: C2\n  model: openai:model-two\n",
+        openai_base_url=openai_server.base_url,
+        openai_api_key=API_KEY,
+    )
+    fake = FakeSlack()
+    await fake.start()
+    fake.add_user("U1", "alice")
+    seen: list[InboundMessage] = []
+
+    async def relay(msg: InboundMessage) -> None:
+        await core.manager.deliver(msg)
+        seen.append(msg)
+
+    adapter = SlackAdapter(
+        bot_token=fake.bot_token, deliver=relay, app_token=fake.app_token, api_base=fake.api_base
+    )
+    core.manager.register(adapter)
+    await adapter.start()
+    try:
+        await wait_until(lambda: fake.socket_connected)
+        for channel in ("C1", "C2", "C1"):
+            ts = f"1690000000.{next(_ts):06d}"
+            await fake.wait_ack(
+                await fake.push_event(_slack_mention(f"hi from {channel}", channel=channel, ts=ts))
+            )
+        await wait_until(lambda: len(seen) >= 3)
+        await core.manager.idle()
+        replies = {
+            (c.params["channel"], c.params["text"]) for c in fake.calls_to("chat.postMessage")
+        }
+    finally:
+        await adapter.stop()
+        await fake.stop()
+    assert replies == {("C1", "You said: hi from C1"), ("C2", "You said: hi from C2")}
+    models = [
+        (r.body["model"], r.messages[-1]["content"])
+        for r in openai_server.requests
+        if r.body.get("model")
+    ]
+    assert sorted(models) == [
+        ("model-one", "hi from C1"),
+        ("model-one", "hi from C1"),
+        ("model-two", "hi from C2"),
+    ]
+
+
+async def test_a_discord_role_is_answered_by_the_graph_its_binding_names(
+    make_core: CoreFactory,
+) -> None:
+    fake = await FakeDiscord().start()
+    core = await make_core(
+        f"- platform: discord\n  discord_role: '{fake.admin_role}'\n"
+        "  agent: python:examples.echo_graph:graph\n"
+    )
+    seen: list[InboundMessage] = []
+
+    async def relay(msg: InboundMessage) -> None:
+        await core.manager.deliver(msg)
+        seen.append(msg)
+
+    adapter = DiscordAdapter(
+        token=fake.token, deliver=relay, api_base=fake.api_base, guild_ready_timeout=0.05
+    )
+    core.manager.register(adapter)
+    await adapter.start()
+    try:
+        bot = fake.bot["id"]
+        from_role = await fake.user_message(f"<@{bot}> status report", author=fake.carol)
+        plain = await fake.user_message(f"<@{bot}> status report", author=fake.alice)
+        await wait_until(lambda: len(seen) >= 2)
+        await core.manager.idle()
+        with_role = [m["content"] for m in fake.bot_messages(from_role["id"])]
+        without = [m["content"] for m in fake.bot_messages(plain["id"])]
+    finally:
+        await adapter.stop()
+        await fake.close()
+    assert with_role == ["Echo graph heard: status report"]
+    assert without == ["You said: status report"]
+
+
+async def test_status_shows_the_agent_and_model_bound_to_the_conversation(
+    make_core: CoreFactory,
+) -> None:
+    core = await make_core(
+        "- platform: slack\n  user: U2\n  model: openai:gpt-4o-mini\n"
+        "- platform: slack\n  user: U3\n  agent: https://bob:pw@agents.example\n"
+        "  assistant: support\n"
+    )
+    adapter = RecordingAdapter(deliver=core.manager.deliver)
+    core.manager.register(adapter)
+    for user in ("U1", "U2", "U3"):
+        await core.manager.deliver(_dm("/status", user=user, chat=f"D{user}"))
+        await core.manager.idle()
+    plain, bound_model, bound_agent = adapter.texts()[-3:]
+    assert "Agent: builtin\nModel: demo" in plain and "Binding" not in plain
+    assert "Agent: builtin\nModel: openai:gpt-4o-mini\nBinding: rule 1" in bound_model
+    assert "Agent: remote https://agents.example (support)" in bound_agent
+    assert "Model: chosen by the agent" in bound_agent and "pw" not in bound_agent
+
+
+async def test_a_broken_agent_of_one_binding_fails_only_its_conversations_and_is_named(
+    make_core: CoreFactory,
+) -> None:
+    core = await make_core("- platform: slack\n  user: U2\n  agent: python:no_such_module:graph\n")
+    assert list(core.status()["agents_unavailable"]) == ["python:no_such_module:graph"]
+    adapter = RecordingAdapter(deliver=core.manager.deliver)
+    core.manager.register(adapter)
+    await core.manager.deliver(_dm("hello broken", user="U2", chat="D2"))
+    await core.manager.idle()
+    await core.manager.deliver(_dm("hello fine", user="U1", chat="D1"))
+    await core.manager.idle()
+    broken, fine = adapter.texts()
+    assert broken.startswith("Sorry") and "(ref " in broken and "Traceback" not in broken
+    assert fine == "You said: hello fine"
+    assert "no_such_module" in str(core.status()["agents_unavailable"])
+
+
+async def test_without_bindings_the_manager_runs_the_default_agent_directly(
+    redis: aioredis.Redis, prefix: str, tmp_path: Path
+) -> None:
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, access="open", redis_prefix=prefix, data_dir=tmp_path
+    )
+    async with build_core(settings, redis) as core:
+        assert core.agents is None and core.bindings is None
+        assert "agents_unavailable" not in core.status()
