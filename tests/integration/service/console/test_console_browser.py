@@ -189,3 +189,39 @@ async def test_a_forged_form_and_an_ended_session_change_nothing(
 
 async def _no_sessions(redis: aioredis.Redis, keys: Keys) -> bool:
     return not [k async for k in redis.scan_iter(match=f"{keys.prefix}console:*")]
+
+
+_UNLABELLED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
+    .filter(el => el.labels.length === 0 && !el.getAttribute('aria-label') && !el.textContent.trim())
+    .map(el => el.outerHTML)"""
+
+
+async def test_every_control_has_a_label_and_the_console_works_by_keyboard(
+    service: Service, page: Any, shots: Shots
+) -> None:
+    url = service.url
+    await page.goto(f"{url}/admin")
+    await page.keyboard.type(ADMIN_KEY)  # the key field has the focus
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(f"{url}/admin")
+    await shots.take("keyboard-login")
+    await page.keyboard.press("Tab")
+    assert await page.evaluate("document.activeElement.textContent") == "Skip to content"
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    assert await page.evaluate("document.activeElement.textContent") == "Conversations"
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(f"{url}/admin/conversations")
+    for path in (
+        "",
+        "/conversations",
+        "/failures",
+        "/accounts",
+        "/links",
+        "/usage",
+        "/feedback",
+        "/mcp",
+    ):
+        await page.goto(f"{url}/admin{path}")
+        await shots.take(f"labels{path.replace('/', '-')}")
+        assert await page.evaluate(_UNLABELLED) == [], path
