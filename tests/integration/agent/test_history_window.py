@@ -145,3 +145,24 @@ async def test_a_window_of_zero_keeps_and_sends_the_whole_history(
 
     assert len(await runtime.messages(thread)) == 22
     assert not any(_is_summary_request(r) for r in requests_seen.of_thread(thread))
+
+
+async def test_questions_are_answered_typed_or_pressed_in_a_thread_whose_history_was_summarised(
+    make_runtime: Callable[..., AgentRuntime],
+    redis: aioredis.Redis,
+    prefix: str,
+) -> None:
+    thread = uuid.uuid4().hex
+    for n in range(1, 12):
+        await _windowed(make_runtime, redis, prefix).run_turn(thread, _text(n), CTX)
+    asked = await _windowed(make_runtime, redis, prefix).run_turn(thread, "choose", CTX)
+    assert asked.question is not None
+
+    typed = await _windowed(make_runtime, redis, prefix).run_turn(thread, "beta", CTX)
+    assert typed.reply_text == "You chose: beta."
+    await _windowed(make_runtime, redis, prefix).run_turn(thread, "choose", CTX)
+    pressed = await _windowed(make_runtime, redis, prefix).resume(thread, "gamma", CTX)
+    assert pressed.reply_text == "You chose: gamma."
+    messages = await _windowed(make_runtime, redis, prefix).messages(thread)
+    assert messages[0].additional_kwargs.get("lc_source") == "summarization"
+    assert _unpaired_tool_messages(messages) == []
