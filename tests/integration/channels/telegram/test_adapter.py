@@ -61,12 +61,16 @@ async def test_start_registers_commands_and_polls_after_deleting_the_webhook(
     private = fake.calls_to("setMyCommands")[0]
     assert private["scope"] == {"type": "all_private_chats"}
     assert [c["command"] for c in private["commands"]] == [
-        "help", "new", "status", "stop", "usage", "link", "unlink"
+        "help", "new", "status", "stop", "queue", "usage", "link", "unlink"
     ]  # fmt: skip
     await wait_until(lambda: fake.calls_to("getUpdates"))
     methods = [c.method for c in fake.calls]
     assert methods.index("deleteWebhook") < methods.index("getUpdates")
-    assert set(fake.calls_to("getUpdates")[0]["allowed_updates"]) == {"message", "callback_query"}
+    assert set(fake.calls_to("getUpdates")[0]["allowed_updates"]) == {
+        "message",
+        "callback_query",
+        "stopped_message_generation",
+    }
 
 
 async def test_private_chat_is_one_conversation(

@@ -38,9 +38,9 @@ async def test_private_chats_get_every_command_groups_the_public_ones_admins_als
 ) -> None:
     await _run_once(fake)
     assert _menu(fake, "all_private_chats") == [str(s.name) for s in COMMANDS]
-    assert _menu(fake, "all_group_chats") == ["help", "new", "status", "stop", "usage"]
+    assert _menu(fake, "all_group_chats") == ["help", "new", "status", "stop", "queue", "usage"]
     assert _menu(fake, "all_chat_administrators") == [
-        "help", "new", "status", "stop", "usage", "link", "unlink"
+        "help", "new", "status", "stop", "queue", "usage", "link", "unlink"
     ]  # fmt: skip
     descriptions = {
         c["command"]: c["description"]
@@ -64,7 +64,7 @@ async def test_only_a_scope_that_differs_is_set_again(fake: FakeTelegram) -> Non
     await _run_once(fake)
     sets = fake.calls_to("setMyCommands")
     assert len(sets) == 4 and sets[-1]["scope"] == {"type": "all_group_chats"}
-    assert _menu(fake, "all_group_chats") == ["help", "new", "status", "stop", "usage"]
+    assert _menu(fake, "all_group_chats") == ["help", "new", "status", "stop", "queue", "usage"]
 
 
 async def test_a_refused_menu_does_not_stop_the_bot(fake: FakeTelegram) -> None:
