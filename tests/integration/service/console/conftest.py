@@ -69,10 +69,18 @@ class Shots:
         return folder
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "javascript_off: the test's browser page runs with JavaScript disabled"
+    )
+
+
 @pytest.fixture
-async def page(browser: Any) -> AsyncIterator[Any]:
-    """A fresh browser context (no cookies) and its page."""
-    context = await browser.new_context()
+async def page(browser: Any, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """A fresh browser context (no cookies) and its page; without JavaScript when the test is
+    marked `javascript_off`."""
+    javascript = request.node.get_closest_marker("javascript_off") is None
+    context = await browser.new_context(java_script_enabled=javascript)
     opened = await context.new_page()
     opened.set_default_timeout(15_000)
     try:

@@ -67,6 +67,7 @@ async def log_in(page: Any, shots: Shots, url: str, key: str = ADMIN_KEY) -> Non
     await shots.take("after-login")
 
 
+@pytest.mark.javascript_off  # every action is a plain form: nothing needs a script
 async def test_admin_does_every_task_from_the_browser(
     service: Service, page: Any, shots: Shots, redis: aioredis.Redis, keys: Keys
 ) -> None:
