@@ -159,7 +159,9 @@ end
 # script that fails midway, so the order matters: blobs first, then the record, and the index
 # (what makes it "latest") last. A `keep` of 0 or more then prunes the namespace to its newest
 # keep + 1 checkpoints, and drops pending writes left without their checkpoint (a write that
-# arrived after its checkpoint was pruned).
+# arrived after its checkpoint was pruned). Each write prunes at most 256 checkpoints and checks
+# at most 1024 writes, so a thread from before pruning shrinks over a few turns without one long
+# script blocking the server.
 _PUT = (
     _PRELUDE
     + r"""
@@ -175,10 +177,10 @@ redis.call('ZADD', KEYS[1], 0, m)
 if keep >= 0 then
   local ns = ns_of(m)
   local upper = '(' .. string.sub(ns, 1, -2) .. '\1'
-  local stale = redis.call('ZREVRANGEBYLEX', KEYS[1], upper, '(' .. ns, 'LIMIT', keep + 1, -1)
+  local stale = redis.call('ZREVRANGEBYLEX', KEYS[1], upper, '(' .. ns, 'LIMIT', keep + 1, 256)
   if #stale > 0 then drop_members(stale) end
   local orphans = {}
-  for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+  for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, 1023)) do
     local cut = string.find(f, '\0', string.find(f, '\0', 1, true) + 1, true)
     if cut and redis.call('HEXISTS', KEYS[2], string.sub(f, 1, cut - 1)) == 0 then
       orphans[#orphans + 1] = f

@@ -215,3 +215,19 @@ async def test_a_question_asked_on_a_pruned_thread_is_resumed_by_another_process
 
     assert out["log"] == ["one", "answer:a-one", "two", "answer:a-two"]
     assert await redis.zcard(keys.checkpoint("t", "widx")) == 0
+
+
+async def test_a_thread_written_before_pruning_shrinks_a_bounded_step_per_write(
+    redis: aioredis.Redis, prefix: str
+) -> None:
+    await _chain(RedisCheckpointSaver(redis, prefix=prefix), 300)  # no pruning: all 300 stay
+    saver = RedisCheckpointSaver(redis, prefix=prefix, keep=0)
+    latest = await saver.aget_tuple(_config("t"))
+    assert latest is not None
+
+    await _put(
+        saver, "t", 301, {"a": "a301"}, parent=latest.config["configurable"]["checkpoint_id"]
+    )
+    assert len(await _steps(saver)) == 301 - 256
+    await _put(saver, "t", 302, {"a": "a302"}, parent=f"1ef{301:013d}")
+    assert await _steps(saver) == [302]
