@@ -7,7 +7,8 @@ second server over the same AOF files.
 With `cluster=True` (`SWITCHBOARD_REDIS_CLUSTER`) the URL names one node of a Redis/Valkey
 Cluster and the client is a `RedisCluster` that discovers the others. Every module works on both:
 keys that one script or MULTI touches share a hash tag (see `keys.py`). The embedded store is
-always a single node.
+always a single node. A `redis+sentinel://` URL reaches the primary Sentinel names, and follows
+it across failovers (`sentinel.py`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from redis.exceptions import (
 )
 
 from storage.metrics import POOL_WAIT
+from storage.sentinel import connect_sentinel, is_sentinel_url, parse_sentinel_url
 from switchboard.errors import ConfigError, StorageError
 
 __all__ = [
@@ -270,6 +272,18 @@ def connect(
     A malformed URL raises StorageError without echoing it: the URL may hold a password, and
     urllib's messages quote pieces of it (a `/` in a password turns its tail into a "port").
     """
+    if is_sentinel_url(url):
+        if cluster:
+            raise ConfigError(
+                "a redis+sentinel:// URL names one primary; unset SWITCHBOARD_REDIS_CLUSTER"
+            )
+        return connect_sentinel(
+            url,
+            pool=WaitingPool,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+            retry=_retry(),
+        )
     try:
         if cluster:
             return WaitingCluster.from_url(
@@ -303,6 +317,11 @@ def connect(
 
 def describe(url: str) -> str:
     """host:port (or the socket path) of a Redis URL, never its password."""
+    if is_sentinel_url(url):
+        try:
+            return parse_sentinel_url(url).describe()
+        except StorageError:
+            return "sentinel"
     parsed = urlsplit(url)
     if parsed.scheme == "unix":
         return parsed.path or "unix socket"
