@@ -28,6 +28,7 @@ __all__ = [
     "Capabilities",
     "Chunk",
     "Deliver",
+    "DescribesFiles",
     "ExclusiveReceiver",
     "FetchesFiles",
     "HistoryRequest",
@@ -188,6 +189,16 @@ class FetchesFiles(Protocol):
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
         """The file's bytes, at most `max_bytes` of them."""
+
+
+@runtime_checkable
+class DescribesFiles(Protocol):
+    """An adapter whose messages may name a file by id alone (a Slack Connect file arrives as
+    `{"id", "file_access": "check_file_info"}`): `describe` fills in its name, type, size and
+    download URL at turn time, before `fetch`; a file already described comes back as is."""
+
+    async def describe(self, attachment: Attachment) -> Attachment:
+        """The attachment as the platform describes it (one API call when it must ask)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import structlog
 
 from agent.result import FileData
-from channels.adapter import Adapter, FetchesFiles, SendsFiles
+from channels.adapter import Adapter, DescribesFiles, FetchesFiles, SendsFiles
 from channels.manager.replies import Responder
 from channels.message import InboundMessage, ReplyTarget
 from switchboard.errors import FileTooLarge, PlatformError
@@ -40,6 +40,9 @@ async def fetch_batch_files(
     for attachment in wanted:
         name = attachment.name or "the file"
         try:
+            if isinstance(adapter, DescribesFiles):
+                attachment = await adapter.describe(attachment)
+                name = attachment.name or name
             data = await adapter.fetch(attachment, max_bytes)
         except FileTooLarge as exc:
             _log.info("attachment.too_large", size=exc.size, limit=max_bytes)

@@ -367,13 +367,17 @@ class SlackAdapter:
             recipient_id=recipient_id or target.recipient_id or None,
         )
 
-    # -- files (`FetchesFiles`, `SendsFiles`: channels/slack/files.py) --------------------------
+    # -- files (`FetchesFiles`, `DescribesFiles`, `SendsFiles`: channels/slack/files.py) -------
 
     max_upload_bytes = MAX_UPLOAD_BYTES
 
     async def fetch(self, attachment: Attachment, max_bytes: int) -> bytes:
         files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)
         return await files.fetch(attachment, max_bytes)
+
+    async def describe(self, attachment: Attachment) -> Attachment:
+        files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)
+        return await files.describe(attachment)
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
         files = SlackFiles(client=self._client, call=self._api, pacing=self._pacing)

@@ -354,6 +354,11 @@ def _display_name(event: Mapping[str, Any]) -> str:
 
 
 def _attachment(file: Mapping[str, Any]) -> Attachment:
+    """A shared file by reference. A Slack Connect file (shared from another organisation)
+    arrives as a stub, `{"id", "file_access": "check_file_info"}`, with no name or URL: it
+    keeps only its id, and `files.info` fills in the rest when the worker fetches it."""
+    if file.get("file_access") == "check_file_info":
+        return Attachment(kind="file", name=str(file.get("name") or ""), file_id=str(file["id"]))
     mimetype = str(file.get("mimetype") or "")
     major = mimetype.partition("/")[0]
     kind = major if major in ("image", "audio", "video") else "file"
@@ -363,4 +368,5 @@ def _attachment(file: Mapping[str, Any]) -> Attachment:
         url=str(file.get("url_private") or ""),  # read with the bot token (adapter `fetch`)
         size=int(file.get("size") or 0),
         mime=mimetype,
+        file_id=str(file.get("id") or ""),
     )

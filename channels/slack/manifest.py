@@ -74,6 +74,7 @@ USED_METHODS = (
     "chat.stopStream",
     "reactions.add",
     "users.info",
+    "files.info",
     "files.upload.v2",
     "conversations.history",
     "conversations.replies",

@@ -92,6 +92,7 @@ class FakeSlack:
     port: int = 0
     files: dict[str, bytes] = field(default_factory=dict)  # shared by users, by file id
     downloads: list[str] = field(default_factory=list)  # file ids fetched with the bot token
+    file_infos: dict[str, dict[str, Any]] = field(default_factory=dict)  # files.info answers
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed files_upload_v2
     _upload_urls: dict[str, str] = field(default_factory=dict)  # upload file id -> filename
     _uploaded: dict[str, bytes] = field(default_factory=dict)
@@ -141,6 +142,26 @@ class FakeSlack:
             "size": len(data) if size is None else size,
             "url_private": f"http://127.0.0.1:{self.port}/files-pri/{file_id}/{name}",
         }
+
+    def add_connect_file(self, name: str, data: bytes, mimetype: str) -> dict:
+        """A file shared from another organisation over Slack Connect, as the event lists it:
+        a stub with only its id; `files.info` describes it."""
+        shared = self.add_file(name, data, mimetype)
+        self.file_infos[shared["id"]] = shared
+        return {
+            "id": shared["id"],
+            "mode": "file_access",
+            "file_access": "check_file_info",
+            "created": 0,
+            "timestamp": 0,
+            "user": "",
+        }
+
+    def _m_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        info = self.file_infos.get(str(params.get("file") or ""))
+        if info is None:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "file": info, "comments": [], "response_metadata": {"next_cursor": ""}}
 
     async def _file_download(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
