@@ -140,6 +140,7 @@ class InboundMessage:
     observed: bool = False  # not addressed to the bot: only recorded as context, never answered
     vote: Vote | None = None  # a rating of an answer, not words for the agent
     sender_roles: tuple[str, ...] = ()  # the sender's Discord role ids (bindings match them)
+    open_place: bool = False  # not addressed, but its place answers without (require_mention)
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -4,16 +4,21 @@
 
 from channels.bindings.explain import explain
 from channels.bindings.load import BindingsError, load_bindings, parse_bindings
+from channels.bindings.policy import DEFAULT_POLICY, PlacePolicies, PlacePolicy, PolicyFor
 from channels.bindings.resolver import AccountOf, BindingResolver, subject_of
 from channels.bindings.rules import NO_BINDING, Bindings, Effective, Rule, Subject
 
 __all__ = [
+    "DEFAULT_POLICY",
     "NO_BINDING",
     "AccountOf",
     "BindingResolver",
     "Bindings",
     "BindingsError",
     "Effective",
+    "PlacePolicies",
+    "PlacePolicy",
+    "PolicyFor",
     "Rule",
     "Subject",
     "explain",

@@ -124,6 +124,12 @@ def _rule(index: int, line: int, item: Any, problems: list[str]) -> Rule | None:
         problems.append(f"{where}: matches nothing: name at least one of {', '.join(MATCH_KEYS)}")
     if not settings and len(problems) == before:
         problems.append(f"{where}: sets nothing: give at least one of {', '.join(SETTING_KEYS)}")
+    arrival = sorted({name for name, _ in settings} & {"require_mention", "allow_bots"})
+    if arrival and "account" in dict(match):
+        problems.append(
+            f"{where}: {' and '.join(arrival)} cannot depend on account: they are decided as a "
+            "message arrives, before its account is known; match on workspace instead"
+        )
     platform = dict(match).get("platform")
     if "discord_role" in dict(match) and platform not in (None, "discord"):
         problems.append(f"{where}: discord_role matches Discord only, but platform is {platform}")

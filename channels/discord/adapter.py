@@ -51,6 +51,7 @@ from channels.adapter import (
     SentRef,
     deliver_until_taken,
 )
+from channels.bindings import DEFAULT_POLICY, PlacePolicy, PolicyFor, Subject
 from channels.commands import CommandSpec
 from channels.discord.client import (
     DEFAULT_API_BASE,
@@ -255,6 +256,7 @@ class DiscordAdapter:
         heartbeat_timeout: float = 60.0,
         read_timeout_s: float = _READ_TIMEOUT_S,
         command_guilds: Sequence[int] = (),
+        policy: PolicyFor | None = None,
     ) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
@@ -288,6 +290,7 @@ class DiscordAdapter:
         self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
         self._read_timeout_s = read_timeout_s
         self._names = Names()
+        self._policy = policy  # bindings: places that need no mention or take bots' messages
 
     def _new_client(self, ready: asyncio.Event, shard: tuple[int, int] | None) -> SwitchboardClient:
         client = SwitchboardClient(
@@ -552,6 +555,21 @@ class DiscordAdapter:
                 return channel
         return None
 
+    def _place_policy(self, payload: dict[str, Any]) -> PlacePolicy:
+        """The bindings' word on this message's place (the default without a bindings file)."""
+        if self._policy is None:
+            return DEFAULT_POLICY
+        member = payload.get("member") or {}
+        return self._policy(
+            Subject(
+                "discord",
+                workspace=str(payload.get("guild_id") or ""),
+                channel=str(payload["channel_id"]),
+                user=str((payload.get("author") or {}).get("id") or ""),
+                roles=tuple(str(r) for r in member.get("roles") or ()),
+            )
+        )
+
     def _is_bot_thread(self, channel_id: str) -> bool:
         if channel_id in self._threads:
             return True
@@ -568,7 +586,7 @@ class DiscordAdapter:
             platform=_PLATFORM, chat_id=channel_id, event_id=str(payload.get("id"))
         )
         ours = self._is_bot_thread(channel_id)
-        if not is_for_bot(payload, me, in_bot_thread=ours):
+        if not is_for_bot(payload, me, in_bot_thread=ours, policy=self._place_policy(payload)):
             _log.debug("message.skipped")
             return
         chat_id = None

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channels.bindings import DEFAULT_POLICY, PlacePolicy
 from channels.commands import Place, command_spec
 from channels.message import (
     Attachment,
@@ -81,16 +82,28 @@ def mentions_bot(payload: Mapping[str, Any], me: BotIdentity) -> bool:
     return re.search(rf"<@!?{re.escape(me.id)}>", payload.get("content") or "") is not None
 
 
-def is_for_bot(payload: Mapping[str, Any], me: BotIdentity, *, in_bot_thread: bool = False) -> bool:
-    """DMs, mentions, and anything inside a thread the bot owns; never a bot's (or our own) words."""
+def is_for_bot(
+    payload: Mapping[str, Any],
+    me: BotIdentity,
+    *,
+    in_bot_thread: bool = False,
+    policy: PlacePolicy = DEFAULT_POLICY,
+) -> bool:
+    """DMs, mentions, and anything inside a thread the bot owns; never our own words, and
+    another bot's only where the place's `policy` takes them (by default never). A place whose
+    policy needs no mention takes every message."""
     author = payload.get("author") or {}
-    if author.get("bot") or payload.get("webhook_id") or _author_id(payload) == me.id:
+    if _author_id(payload) == me.id:
+        return False
+    if (author.get("bot") or payload.get("webhook_id")) and not policy.takes_bot(
+        mentioned=mentions_bot(payload, me)
+    ):
         return False
     if payload.get("type", 0) not in _USER_MESSAGE_TYPES:
         return False
     if not payload.get("guild_id"):
         return True
-    return in_bot_thread or mentions_bot(payload, me)
+    return in_bot_thread or mentions_bot(payload, me) or not policy.require_mention
 
 
 def strip_mention(text: str, bot_id: str) -> str:

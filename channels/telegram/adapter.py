@@ -64,6 +64,7 @@ from channels.adapter import (
     SentRef,
     deliver_until_taken,
 )
+from channels.bindings import PolicyFor, Subject
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.telegram.calls import BotCalls
 from channels.telegram.errors import TokenRedaction, is_not_modified
@@ -128,6 +129,7 @@ class TelegramAdapter:
         pacer: Pacer | None = None,
         observe: bool = False,
         votes: bool = False,
+        policy: PolicyFor | None = None,
     ) -> None:
         if mode == "webhook" and not (webhook_url and webhook_secret):
             raise ConfigError(
@@ -142,6 +144,7 @@ class TelegramAdapter:
         self._files = TelegramFiles(bot=self._bot, api=self._api)
         self._deliver = deliver
         self._observe = observe  # pass group messages not for us on as context (observed)
+        self._policy = policy  # bindings: groups that answer without a mention
         # 👍/👎 reactions rate answers: Telegram sends reactions only to a bot that asks for them
         self._allowed_updates = [*_ALLOWED_UPDATES, *(["message_reaction"] if votes else [])]
         self._allowed_updates.append("stopped_message_generation")  # a draft's Stop button
@@ -280,11 +283,20 @@ class TelegramAdapter:
 
     # -- inbound --------------------------------------------------------------------------------
 
+    def _open_place(self, message: Message) -> bool:
+        """Whether this group answers without a mention (a binding's `require_mention`)."""
+        if self._policy is None or message.chat.type == "private":
+            return False
+        chat, sender = str(message.chat.id), message.from_user
+        user = str(sender.id) if sender is not None else ""
+        subject = Subject("telegram", workspace=chat, channel=chat, user=user)
+        return not self._policy(subject).require_mention
+
     async def _on_message(self, message: Message, event_update: Update) -> None:
         me = self._me
         if me is None:
             return
-        inbound = to_inbound(event_update, me)
+        inbound = to_inbound(event_update, me, open_place=self._open_place(message))
         if inbound is not None:
             await self._hand_over(inbound)
             return

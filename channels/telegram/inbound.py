@@ -169,18 +169,25 @@ def wants_text_notice(update: Update | dict[str, Any], me: BotIdentity) -> bool:
     return any(getattr(m, field, None) is not None for field in _NON_TEXT)
 
 
-def to_inbound(update: Update | dict[str, Any], me: BotIdentity) -> InboundMessage | None:
-    """The normalised message for an update, or None when it is not for the bot."""
+def to_inbound(
+    update: Update | dict[str, Any], me: BotIdentity, *, open_place: bool = False
+) -> InboundMessage | None:
+    """The normalised message for an update, or None when it is not for the bot. In an
+    `open_place` (a group whose binding says `require_mention: false`) a person's message is
+    for the bot without a mention."""
     u = _as_update(update)
     if u.message is not None:
-        return _from_message(u.message, u.update_id, me)
+        return _from_message(u.message, u.update_id, me, open_place=open_place)
     if u.callback_query is not None:
         return _from_press(u.callback_query, u.update_id)
     return None
 
 
-def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage | None:
-    if not is_for_bot(m, me):
+def _from_message(
+    m: Message, update_id: int, me: BotIdentity, *, open_place: bool = False
+) -> InboundMessage | None:
+    addressed = is_for_bot(m, me)
+    if not addressed and not (open_place and _person_talking(m, me)):
         return None
     raw_text = m.text if m.text is not None else m.caption
     attachments = _attachments(m)
@@ -223,8 +230,17 @@ def _from_message(m: Message, update_id: int, me: BotIdentity) -> InboundMessage
         event_ids=(f"u{update_id}",),
         sent_at=m.date.timestamp(),
         quoted=_quoted(m, me),
+        open_place=not addressed,
         raw=m,
     )
+
+
+def _person_talking(m: Message, me: BotIdentity) -> bool:
+    """A person's group message that is no command (a command for another bot least of all)."""
+    sender = m.from_user
+    if sender is None or sender.is_bot or sender.id == me.id:
+        return False
+    return m.chat.type in _GROUP_TYPES and _command(m) is None
 
 
 def to_observed(update: Update | dict[str, Any], me: BotIdentity) -> InboundMessage | None:
