@@ -137,12 +137,24 @@ async def build_core(
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
     stores = ManagerStores(
-        inbox=Inbox(client, keys=keys, claim_idle_s=settings.lock_ttl_s),
+        inbox=Inbox(
+            client,
+            keys=keys,
+            claim_idle_s=settings.lock_ttl_s,
+            shards=settings.inbox_shard_count,
+            min_replicas=settings.redis_min_replicas_ack,
+            replicas_timeout_ms=settings.redis_min_replicas_timeout_ms,
+        ),
         dedupe=Dedupe(client, keys=keys),
         threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
         locks=ThreadLocks(client, keys=keys),
         queue=ThreadQueue(client, keys=keys, lock_ttl_s=settings.lock_ttl_s),
-        orphans=Orphans(client, keys=keys, grace_s=settings.lock_ttl_s * 1.2),
+        orphans=Orphans(
+            client,
+            keys=keys,
+            grace_s=settings.lock_ttl_s * 1.2,
+            shards=settings.inbox_shard_count,
+        ),
         questions=PendingQuestions(client, keys=keys),
         rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
@@ -238,6 +250,8 @@ async def build_core(
     core = Core(
         settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
     )
+    if settings.role == "ingress":
+        await stores.inbox.ensure_group()  # announces its shard count: workers drain it
     if start_intake and settings.role != "ingress":
         await manager.start()
     try:
@@ -535,7 +549,7 @@ def _console_sources(core: Core) -> ConsoleSources:
         links=core.links,
         sessions=ConsoleSessions(client, keys=keys),
         failures=FailureLog(client, keys=keys),
-        inbox=Inbox(client, keys=keys),
+        inbox=Inbox(client, keys=keys, shards=core.settings.inbox_shard_count),
         leases=Leases(client, keys=keys, ttl_s=core.settings.lock_ttl_s),
         redis=client,
         threads=ThreadMap(client, keys=keys, ttl_s=core.settings.thread_ttl_days * 24 * 3600),

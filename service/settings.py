@@ -46,6 +46,18 @@ class Settings(BaseSettings):
     redis_prefix: str = Field("sb:", validation_alias=_env("SWITCHBOARD_REDIS_PREFIX"))
     redis_cluster: bool = Field(False, validation_alias=_env("SWITCHBOARD_REDIS_CLUSTER"))
     """REDIS_URL is one node of a Redis/Valkey Cluster (the client discovers the rest)."""
+    inbox_shards: int | None = Field(
+        None, ge=1, le=1024, validation_alias=_env("SWITCHBOARD_INBOX_SHARDS")
+    )
+    """Inbox streams (and orphan index shards); unset: 1 on a single node, 16 on a cluster."""
+    redis_min_replicas_ack: int = Field(
+        0, ge=0, le=16, validation_alias=_env("SWITCHBOARD_REDIS_MIN_REPLICAS_ACK")
+    )
+    """An inbox append is acknowledged once WAIT saw this many replicas take it (0: at once)."""
+    redis_min_replicas_timeout_ms: int = Field(
+        2000, ge=1, le=60_000, validation_alias=_env("SWITCHBOARD_REDIS_MIN_REPLICAS_TIMEOUT_MS")
+    )
+    """How long an append waits for those replicas; past it the append failed (redelivered)."""
 
     model: str = Field("demo", validation_alias=_env("SWITCHBOARD_MODEL"))
     system_prompt: str = Field(
@@ -323,6 +335,12 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def inbox_shard_count(self) -> int:
+        """SWITCHBOARD_INBOX_SHARDS, or its default: 16 spread over a cluster's masters, else
+        1 (today's single `sb:inbox`, so an existing deployment keeps its keys)."""
+        return self.inbox_shards or (16 if self.redis_cluster else 1)
+
+    @property
     def telegram_enabled(self) -> bool:
         return self.telegram_bot_token is not None
 
@@ -402,6 +420,11 @@ def _store_problem(s: Settings) -> str | None:
         return (
             "SWITCHBOARD_REDIS_CLUSTER=true needs REDIS_URL (one node of the cluster); "
             "the embedded store is a single node"
+        )
+    if s.redis_cluster and s.redis_min_replicas_ack:
+        return (
+            "SWITCHBOARD_REDIS_MIN_REPLICAS_ACK needs one primary (REDIS_URL or a "
+            "redis+sentinel:// URL): WAIT cannot follow an append across a cluster's nodes"
         )
     return None
 

@@ -126,7 +126,8 @@ class Manager:
 
     async def deliver(self, msg: InboundMessage) -> None:
         """Make the message durable in the inbox; raises StorageError if it could not be."""
-        entry_id = await self._s.inbox.append(encode_message(msg))
+        chat = f"{msg.platform}:{msg.chat_id}"  # its shard: a chat's messages stay in order
+        entry_id = await self._s.inbox.append(encode_message(msg), route=chat)
         metrics.MESSAGES_IN.labels(platform=str(msg.platform)).inc()
         _log.debug("message.accepted", entry=entry_id, platform=str(msg.platform))
 

@@ -8,6 +8,7 @@ Sentinels judge a primary down after 1 s without a reply and fail over within a 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import subprocess
@@ -23,8 +24,11 @@ __all__ = ["SERVICE", "SentinelGroup", "needs_sentinel"]
 SERVICE = "sbprimary"
 
 needs_sentinel = pytest.mark.skipif(
-    shutil.which("redis-server") is None or shutil.which("redis-sentinel") is None,
-    reason="needs redis-server and redis-sentinel (Debian's redis-server, redis-sentinel)",
+    shutil.which("redis-server") is None
+    or shutil.which("redis-sentinel") is None
+    or bool(os.environ.get("REDIS_URL")),
+    reason="needs redis-server and redis-sentinel (Debian's packages, installed by .ci/run); "
+    "brings its own servers, so it runs once, in the pass without REDIS_URL",
 )
 
 

@@ -1,0 +1,47 @@
+"""The manager on a sharded inbox (SWITCHBOARD_INBOX_SHARDS=4), end to end: messages of many
+chats land in several shards and every one is answered once by the worker's shard readers."""
+
+from __future__ import annotations
+
+from channels.message import InboundMessage, Platform
+from storage import Keys
+from storage.shards import Layout
+
+__all__: list[str] = []
+
+
+def _dm(chat: str, text: str) -> InboundMessage:
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id="T1",
+        chat_id=chat,
+        sender_id=f"U{chat}",
+        sender_name="alice",
+        text=text,
+        provider_message_id=f"{chat}-1",
+        is_dm=True,
+    )
+
+
+async def test_every_chat_is_answered_once_from_a_sharded_inbox(
+    make_manager, redis, keys: Keys
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.fakes.recording_adapter import RecordingAdapter
+
+    manager = await make_manager(inbox_shards=4)
+    adapter = RecordingAdapter(deliver=manager.deliver)
+    manager.register(adapter)
+    chats = [f"D{n}" for n in range(24)]
+    layout = Layout(4)
+    assert len({layout.tag_for(f"slack:{chat}") for chat in chats}) == 4
+
+    for chat in chats:
+        await manager.deliver(_dm(chat, f"hello from {chat}"))
+    await manager.idle()
+
+    by_chat = {s.target.chat_id: s.text for s in adapter.sent}
+    assert len(adapter.sent) == len(chats)
+    assert by_chat == {chat: f"You said: hello from {chat}" for chat in chats}
+    assert await redis.exists(keys.inbox()) == 0  # the single stream is not used
+    for tag in layout.tags:
+        assert await redis.xlen(keys.inbox(tag)) == 0  # every shard drained and finished
