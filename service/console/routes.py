@@ -74,6 +74,15 @@ def _overview(src: ConsoleSources) -> Guarded:
 def _conversations(src: ConsoleSources) -> Guarded:
     async def show(visit: Visit) -> Response:
         thread_id, key = visit.get("thread"), visit.get("key")
+        if thread_id and not is_wellformed_id(thread_id):
+            return page(
+                "message.html",
+                title="No such conversation",
+                message="That is not a thread id.",
+                back="/admin/conversations",
+                csrf=visit.csrf,
+                status=404,
+            )
         if thread_id:
             return page(
                 "thread.html",

@@ -408,3 +408,9 @@ async def test_a_broken_form_is_refused_without_a_fault(console: Console) -> Non
         headers={"content-type": "multipart/form-data; boundary=x"},
     )
     assert broken.status_code == 400 and "could not be read" in broken.text
+
+
+async def test_a_malformed_thread_id_is_not_looked_up(console: Console) -> None:
+    await console.log_in()
+    shown = await console.http.get("/admin/conversations", params={"thread": "x}:lock{y"})
+    assert shown.status_code == 404 and "not a thread id" in shown.text
