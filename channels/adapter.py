@@ -39,6 +39,7 @@ __all__ = [
     "ReportsHealth",
     "SendsFiles",
     "SentRef",
+    "ShowsWorking",
     "Streams",
     "deliver_until_taken",
 ]
@@ -168,6 +169,16 @@ class ReplyStream(Protocol):
         """End without a final reply: with `note` (e.g. "(stopped)"), keep what was shown and
         append it; without, take back what was shown (a draft, a partial message), e.g. before
         a clarification question is sent whole."""
+
+
+@runtime_checkable
+class ShowsWorking(Protocol):
+    """A stream that can also show a status line outside the reply, at once and at no send
+    cost (Slack's assistant status, "Using <tool>…"): tool steps are shown there as they
+    start, not only once a streamed reply is due; the platform clears it with the reply."""
+
+    async def working(self, line: str) -> None:
+        """Show `line` as the conversation's working status; best effort."""
 
 
 @runtime_checkable

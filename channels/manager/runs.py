@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import structlog
 
 from agent.result import TurnResult
-from channels.adapter import ReplyStream, Streams
+from channels.adapter import ReplyStream, ShowsWorking, Streams
 from channels.manager.batches import Batch
 from channels.manager.config import ManagerConfig, TurnRunner
 from channels.manager.context import TurnSession
@@ -70,6 +70,8 @@ class _Shown:
 
     async def status(self, line: str) -> None:
         self._parts.clear()  # a tool step: what follows is a new answer, not a continuation
+        if isinstance(self.stream, ShowsWorking):  # outside the reply: shown at once
+            await self.stream.working(line)
         if self._due():
             self.anything = True
             await self.stream.status(line)

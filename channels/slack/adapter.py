@@ -62,6 +62,7 @@ from channels.commands import DEFAULT_SLACK_COMMAND
 from channels.message import Attachment, InboundMessage, NativeCommand, Platform, ReplyTarget
 from channels.names import Names
 from channels.send_budget import LocalPacer, Pacer
+from channels.slack.assistant import DEFAULT_PROMPTS, THINKING, AssistantSurfaces, Prompt
 from channels.slack.blocks import question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
@@ -140,6 +141,7 @@ class SlackAdapter:
         send_limits: SlackLimits = SEND_LIMITS,
         read_timeout_s: float = _READ_TIMEOUT_S,
         command: str = DEFAULT_SLACK_COMMAND,
+        prompts: Sequence[Prompt] = DEFAULT_PROMPTS,
     ) -> None:
         if not bot_token:
             raise ConfigError("SLACK_BOT_TOKEN is empty")
@@ -164,6 +166,7 @@ class SlackAdapter:
         )
         self._read_timeout_s = read_timeout_s
         self._names = Names()
+        self._assistant = AssistantSurfaces(client=self._client, api=self._api, prompts=prompts)
         self._app = AsyncApp(
             client=self._client,
             # An empty string stops bolt from reading SLACK_SIGNING_SECRET behind our back.
@@ -176,6 +179,8 @@ class SlackAdapter:
             ssl_check_enabled=bool(signing_secret),
             name="switchboard",
         )
+        self._app.event("assistant_thread_started")(self._on_thread_started)
+        self._app.event("app_home_opened")(self._on_home_opened)
         self._app.event("app_mention")(self._on_event)
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
@@ -268,6 +273,16 @@ class SlackAdapter:
         )
         _log.debug("slack.event_received", kind=(body.get("event") or {}).get("type"))
         await self._deliver(msg)
+
+    async def _on_thread_started(self, body: dict[str, Any]) -> None:
+        """A user opened an assistant thread: greet them with the suggested prompts."""
+        await self._assistant.thread_started(body.get("event") or {})
+
+    async def _on_home_opened(self, body: dict[str, Any]) -> None:
+        """The app's messages tab (the agent view) greets with the suggested prompts."""
+        event = body.get("event") or {}
+        if event.get("tab") == "messages":
+            await self._assistant.home_opened(event)
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
         msg = to_inbound(body, await self._identity())
@@ -365,6 +380,7 @@ class SlackAdapter:
             caps=LIMITS,
             refusals=self._stream_refusals,
             recipient_id=recipient_id or target.recipient_id or None,
+            working=self._assistant.working,
         )
 
     # -- files (`FetchesFiles`, `DescribesFiles`, `SendsFiles`: channels/slack/files.py) -------
@@ -413,6 +429,9 @@ class SlackAdapter:
         """A reaction on the sender's message. Best effort: a missing emoji must never cost the
         reply, so failures are logged, not raised."""
         if msg.button is not None:
+            return
+        if kind is AckKind.RECEIVED and await self._assistant.working(msg.target, THINKING):
+            await self._assistant.title_once(msg.target, msg.text)  # the status replaces 👀
             return
         try:
             await self._api(

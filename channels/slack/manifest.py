@@ -50,12 +50,22 @@ METHOD_SCOPES: Mapping[str, tuple[str, ...]] = {
     "assistant.threads.setStatus": ("assistant:write",),
     "assistant.threads.setSuggestedPrompts": ("assistant:write",),
     "assistant.threads.setTitle": ("assistant:write",),
+    "views.publish": (),  # the App Home tab
 }
 """Bot scopes per Web API method, for the conversations served: public and private channels and
 DMs (`files:read` also covers downloading a file's `url_private` with the bot token)."""
 
-BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im")
+BOT_EVENTS = (
+    "app_home_opened",
+    "app_mention",
+    "assistant_thread_started",
+    "message.channels",
+    "message.groups",
+    "message.im",
+)
 EVENT_SCOPES: Mapping[str, tuple[str, ...]] = {
+    "app_home_opened": (),  # the App Home tab, and the agent view's messages tab
+    "assistant_thread_started": ("assistant:write",),
     "app_mention": ("app_mentions:read",),
     "message.channels": ("channels:history",),
     "message.groups": ("groups:history",),
@@ -74,6 +84,10 @@ USED_METHODS = (
     "chat.stopStream",
     "reactions.add",
     "users.info",
+    "assistant.threads.setStatus",
+    "assistant.threads.setSuggestedPrompts",
+    "assistant.threads.setTitle",
+    "views.publish",
     "files.info",
     "files.upload.v2",
     "conversations.history",
@@ -127,7 +141,7 @@ def app_manifest(
         },
         "features": {
             "app_home": {
-                "home_tab_enabled": False,
+                "home_tab_enabled": True,  # what I do, your link and usage, the commands
                 "messages_tab_enabled": True,  # DMs with the app
                 "messages_tab_read_only_enabled": False,
             },

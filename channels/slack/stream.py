@@ -89,7 +89,9 @@ class SlackStream:
         caps: Capabilities,
         refusals: Refusals,
         recipient_id: str | None = None,
+        working: Callable[[ReplyTarget, str], Awaitable[bool]] | None = None,
     ) -> None:
+        self._working = working  # the assistant thread's status line (`slack/assistant.py`)
         self._client = client
         self._api = api
         self._post = post
@@ -124,6 +126,12 @@ class SlackStream:
         self._partial = Partial(text=self._partial.text, status=line)
         if self._edits is not None:
             await self._edits.status(line)
+
+    async def working(self, line: str) -> None:
+        """A tool step as the assistant thread's status ("Using current_time…"), at once;
+        nothing outside assistant threads."""
+        if self._working is not None:
+            await self._working(self._target, line)
 
     async def finish(self, chunks: Sequence[Chunk]) -> SentRef:
         await self._throttle.settle()

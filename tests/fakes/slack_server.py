@@ -93,6 +93,14 @@ class FakeSlack:
     files: dict[str, bytes] = field(default_factory=dict)  # shared by users, by file id
     downloads: list[str] = field(default_factory=list)  # file ids fetched with the bot token
     file_infos: dict[str, dict[str, Any]] = field(default_factory=dict)  # files.info answers
+    # the AI-app pane: assistant threads (channel, thread_ts) opened by users, each one's
+    # status (cleared when the app replies in it, as Slack does) and every status set, titles,
+    # suggested prompts offered and App Home views published (by user)
+    assistant_threads: set[tuple[str, str]] = field(default_factory=set)
+    statuses: dict[tuple[str, str], str] = field(default_factory=dict)
+    status_history: list[tuple[str, str, str]] = field(default_factory=list)
+    titles: dict[tuple[str, str], str] = field(default_factory=dict)
+    homes: dict[str, dict[str, Any]] = field(default_factory=dict)
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed files_upload_v2
     _upload_urls: dict[str, str] = field(default_factory=dict)  # upload file id -> filename
     _uploaded: dict[str, bytes] = field(default_factory=dict)
@@ -627,7 +635,63 @@ class FakeSlack:
         if params.get("blocks"):
             message["blocks"] = _blocks(params["blocks"])
         self.messages[(str(params["channel"]), ts)] = dict(message)
+        self.statuses.pop((str(params["channel"]), str(params.get("thread_ts") or "")), None)
         return {"ok": True, "channel": params["channel"], "ts": ts, "message": message}
+
+    def open_assistant_thread(self, user_id: str, channel: str = "D1") -> dict[str, Any]:
+        """A user opens the app's assistant pane: a new thread in their DM with the app, and
+        the `assistant_thread_started` event Slack sends for it."""
+        thread_ts = self.next_ts()
+        self.assistant_threads.add((channel, thread_ts))
+        return {
+            "type": "assistant_thread_started",
+            "assistant_thread": {
+                "user_id": user_id,
+                "context": {"channel_id": "", "team_id": self.team_id, "enterprise_id": ""},
+                "channel_id": channel,
+                "thread_ts": thread_ts,
+            },
+            "event_ts": self.next_ts(),
+        }
+
+    def _assistant_thread(self, params: dict[str, Any]) -> tuple[str, str] | None:
+        key = (str(params.get("channel_id") or ""), str(params.get("thread_ts") or ""))
+        return key if key in self.assistant_threads else None
+
+    def _m_assistant_threads_setStatus(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = self._assistant_thread(params)
+        if key is None:
+            return {"ok": False, "error": "invalid_thread_ts"}
+        status = str(params.get("status") or "")
+        self.statuses[key] = status
+        self.status_history.append((*key, status))
+        return {"ok": True}
+
+    def _m_assistant_threads_setTitle(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = self._assistant_thread(params)
+        if key is None:
+            return {"ok": False, "error": "invalid_thread_ts"}
+        self.titles[key] = str(params.get("title") or "")
+        return {"ok": True}
+
+    def _m_assistant_threads_setSuggestedPrompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        prompts = params.get("prompts")
+        if isinstance(prompts, str):
+            prompts = json.loads(prompts)
+        if not prompts or len(prompts) > 4:
+            return {"ok": False, "error": "invalid_arguments"}
+        if params.get("thread_ts") and self._assistant_thread(params) is None:
+            return {"ok": False, "error": "invalid_thread_ts"}
+        return {"ok": True}
+
+    def _m_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
+        view = params.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not isinstance(view, dict) or view.get("type") != "home" or not params.get("user_id"):
+            return {"ok": False, "error": "invalid_arguments"}
+        self.homes[str(params["user_id"])] = view
+        return {"ok": True, "view": {"id": "V1", **view}}
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("channel") or not params.get("ts"):
@@ -673,6 +737,7 @@ class FakeSlack:
             "user": self.bot_user_id,
             "bot_id": self.bot_id,
         }
+        self.statuses.pop((channel, str(params["thread_ts"])), None)  # the reply clears it
         return {"ok": True, "channel": channel, "ts": ts}
 
     def _m_chat_appendStream(self, params: dict[str, Any]) -> dict[str, Any]:

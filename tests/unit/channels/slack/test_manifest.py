@@ -68,11 +68,19 @@ def test_every_web_api_call_in_the_adapter_is_listed_with_its_scopes() -> None:
 def test_events_the_adapter_listens_to_are_subscribed_with_their_scopes() -> None:
     adapter = (SLACK_PACKAGE / "adapter.py").read_text(encoding="utf-8")
     listened = set(re.findall(r'self\._app\.event\("([a-z_]+)"\)', adapter))
-    assert listened == {"app_mention", "message"}
-    assert "app_mention" in BOT_EVENTS
+    assert listened == {"app_mention", "message", "assistant_thread_started", "app_home_opened"}
+    assert {"app_mention", "assistant_thread_started", "app_home_opened"} <= set(BOT_EVENTS)
     assert {"message.im", "message.channels", "message.groups"} <= set(BOT_EVENTS)
     for event in BOT_EVENTS:
         assert set(EVENT_SCOPES[event]) <= set(BOT_SCOPES)
+
+
+def test_the_manifest_turns_on_the_ai_app_surfaces() -> None:
+    features = app_manifest()["features"]
+    assert features["app_home"]["home_tab_enabled"] is True
+    assert features["app_home"]["messages_tab_enabled"] is True
+    assert "assistant_view" in features
+    assert "assistant:write" in BOT_SCOPES
 
 
 def test_socket_mode_manifest_has_no_urls_and_names_the_one_command() -> None:
