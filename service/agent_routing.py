@@ -8,6 +8,7 @@ resolves nothing per turn, so the hot path is exactly what it was.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -16,10 +17,13 @@ from agent.backends import AgentRegistry
 from channels.bindings import AccountOf, BindingResolver, Bindings, load_bindings
 from channels.message import InboundMessage
 from service.settings import Settings
-from storage import LinkKind, Links
+from storage import BindingsStore, LinkKind, Links
 from switchboard.agent_choice import AgentChoice
 
 __all__ = ["default_choice", "load_configured_bindings", "rule_choices", "wire_bindings"]
+
+if TYPE_CHECKING:
+    from service.bindings_sync import BindingsSync
 
 _log = structlog.get_logger(__name__)
 
@@ -79,12 +83,28 @@ async def wire_bindings(
     default: AgentBackend,
     build: Callable[[AgentChoice], Awaitable[AgentBackend]],
     links: Links,
-) -> tuple[AgentRegistry, BindingResolver]:
-    """The registry the manager runs turns on and the resolver it asks per conversation. A
-    worker builds every agent the rules name now, so a broken one is named in `/readyz` from
-    the start; it is not fatal (its conversations get an error with a reference id)."""
+    store: BindingsStore,
+) -> tuple[AgentRegistry, BindingResolver, BindingsSync]:
+    """The registry the manager runs turns on, the resolver it asks per conversation, and the
+    sync that keeps the rules equal to the fleet's (started; close it). The file is offered to
+    the fleet first (`BindingsSync.adopt_file`). A worker builds every agent the rules name now,
+    so a broken one is named in `/readyz` from the start; it is not fatal (its conversations
+    get an error with a reference id)."""
+    from service.bindings_sync import BindingsSync
+
     registry = AgentRegistry(default=default, default_choice=default_choice(settings), build=build)
-    if settings.role != "ingress":
-        await registry.prepare(rule_choices(bindings))
     resolver = BindingResolver(bindings, account_of=account_lookup(links))
-    return registry, resolver
+    assert settings.bindings is not None
+    worker = settings.role != "ingress"
+    sync = BindingsSync(
+        store=store,
+        resolver=resolver,
+        registry=registry,
+        path=settings.bindings,
+        build_agents=worker,
+    )
+    resolver.replace(await sync.adopt_file(bindings))
+    if worker:
+        await registry.prepare(rule_choices(resolver.bindings))
+    await sync.start()
+    return registry, resolver, sync

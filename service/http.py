@@ -43,6 +43,8 @@ import channels.metrics  # noqa: F401 - /metrics must list ours even before any 
 from agent import McpConfigFile
 from channels.usage import UsageDesk
 from service.admin_auth import AdminAuth, Verdict
+from service.bindings_api import add_bindings_admin
+from service.bindings_sync import BindingsSync
 from service.console import ConsoleSources, add_console
 from service.feedback_api import add_feedback_admin
 from service.link_page import PAGE_HEADERS, confirm_page, message_page
@@ -285,6 +287,7 @@ def build_http_app(
     status: Callable[[], dict[str, object]] | None = None,
     console: ConsoleSources | None = None,
     feedback: FeedbackStore | None = None,
+    bindings: BindingsSync | None = None,
 ) -> FastAPI:
     # The API description is for operators: off unless an admin key says one is running this.
     documented = settings.admin_key is not None and bool(settings.admin_key.get_secret_value())
@@ -402,6 +405,12 @@ def build_http_app(
             admin=admin,
             responses={code: {"model": ErrorBody} for code in (401, 422, 429, 503)},
         )
+    add_bindings_admin(
+        app,
+        sync=bindings,
+        admin=admin,
+        responses={code: {"model": ErrorBody} for code in (401, 409, 422, 429)},
+    )
     add_mcp_admin(
         app,
         editor=mcp,

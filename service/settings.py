@@ -76,6 +76,8 @@ class Settings(BaseSettings):
         "agent", min_length=1, validation_alias=_env("SWITCHBOARD_AGENT_ASSISTANT")
     )
     mcp_config: Path | None = Field(None, validation_alias=_env("SWITCHBOARD_MCP_CONFIG"))
+    bindings: Path | None = Field(None, validation_alias=_env("SWITCHBOARD_BINDINGS"))
+    """A YAML or JSON list of rules: which agent answers where and how (`channels.bindings`)."""
     mcp_allowed_vars: str = Field("", validation_alias=_env("SWITCHBOARD_MCP_ALLOWED_VARS"))
     """Comma list of the variables an MCP config sent over HTTP may reference (the file may use
     any): `${OPENAI_API_KEY}` in a PUT would otherwise hand the service's key to any server."""

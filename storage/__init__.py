@@ -12,6 +12,7 @@ from storage.accounts import (
     Accounts,
     InvalidAccountName,
 )
+from storage.bindings_store import BindingsStore, StoredBindings
 from storage.checkpoint import FencedOut, RedisCheckpointSaver
 from storage.connection import (
     DEFAULT_MAX_CONNECTIONS,
@@ -97,6 +98,7 @@ __all__ = [
     "AccountNotFound",
     "Accounts",
     "AlreadyLinked",
+    "BindingsStore",
     "Claim",
     "ConsoleSessions",
     "ContextRecords",
@@ -139,6 +141,7 @@ __all__ = [
     "Slot",
     "SlotState",
     "Spender",
+    "StoredBindings",
     "ThreadLocks",
     "ThreadMap",
     "ThreadQueue",

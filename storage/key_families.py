@@ -55,6 +55,7 @@ FAMILIES: tuple[KeyFamily, ...] = (
         "one member per thread waiting for a holder, removed when checked",
     ),
     _f("failures", r"failures", ""),
+    _f("bindings", r"bindings", "one key: the bindings in force, replaced whole on a change"),
     _f("console:<session>", r"console:.+"),
     _f("lease:<name>", r"lease:.+"),
     _f("lease-members:<group>", r"lease-members:.+"),

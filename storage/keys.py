@@ -19,7 +19,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
   default) or N tagged ones, `sb:inbox:{<N>.<i>.<salt>}`, whose tags spread them evenly over the
   slot range (16 on a cluster), so every master carries a share of the intake. The orphan index
   is sharded the same way (`sb:orphans` or `sb:orphans:{<tag>}`); each script touches one shard.
-- `sb:inbox:layouts`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
+- `sb:inbox:layouts`, `sb:bindings`, `sb:failures`, `sb:console:…`, `sb:warn:index`, `sb:qid:…`, `sb:conv:…`, `sb:msg:…` and
   `sb:notice:…` are single keys updated on their own (or by non-transactional pipelines, which a
   cluster client splits by slot).
 
@@ -70,6 +70,7 @@ tag (the part in `{}`), and keys outside a group are only ever touched one at a 
 | `sb:{access}:acctlinks:<account>`            | set    | none                       | links.py         |
 | `sb:{access}:links`                          | set    | none                       | links.py         |
 | `sb:notice:<platform>:<chat_id>`             | string | 1 h (NOTICE_TTL_S)         | notices.py       |
+| `sb:bindings`                                | hash   | none (one key: the rules in force) | bindings_store.py |
 | `sb:failures`                                | list   | 7 d after the last push, capped at 1000 | failure_log.py |
 | `sb:console:<sha256 of session id>`          | string | 8 h (CONSOLE_SESSION_TTL_S) | console_sessions.py |
 | `sb:{feedback}:votes`                        | hash   | none (votes past 90 d or 100,000 dropped on write) | feedback.py |
@@ -234,6 +235,10 @@ class Keys:
     def console_session(self, digest: str) -> str:
         """An operator console login, named by the digest of its id (never the id itself)."""
         return f"{self.prefix}console:{digest}"
+
+    def bindings(self) -> str:
+        """The routing and channel-policy rules in force for the fleet (`bindings_store.py`)."""
+        return f"{self.prefix}bindings"
 
     def failures(self) -> str:
         """The recent failures users were given a reference id for (newest first, capped)."""

@@ -7,6 +7,8 @@ on a bad file, and a reload with one keeps the rules it has.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -48,7 +50,9 @@ def load_bindings(path: Path) -> Bindings:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise BindingsError(str(path), [f"cannot read the file: {reason}"]) from None
-    return parse_bindings(text, source=str(path), json_only=path.suffix.lower() == ".json")
+    bindings = parse_bindings(text, source=str(path), json_only=path.suffix.lower() == ".json")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return dataclasses.replace(bindings, digest=digest)
 
 
 def parse_bindings(text: str, *, source: str = "bindings", json_only: bool = False) -> Bindings:

@@ -124,6 +124,11 @@ class Bindings:
 
     rules: tuple[Rule, ...] = ()
     source: str = ""  # the file (or "admin API") they came from, for explanations
+    digest: str = ""  # of the file's text, when they came from a file
+
+    def to_doc(self) -> list[dict[str, Any]]:
+        """The rules as plain data (what `parse_bindings` reads back), for storing and showing."""
+        return [dict(rule.match) | dict(rule.settings) for rule in self.rules]
 
     @property
     def uses_account(self) -> bool:
