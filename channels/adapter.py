@@ -23,6 +23,7 @@ from switchboard.errors import SwitchboardError
 _log = structlog.get_logger(__name__)
 
 __all__ = [
+    "HOME_REQUEST",
     "AckKind",
     "Adapter",
     "Capabilities",
@@ -32,7 +33,9 @@ __all__ = [
     "ExclusiveReceiver",
     "FetchesFiles",
     "HistoryRequest",
+    "HomeView",
     "Markup",
+    "PublishesHome",
     "QuestionPrompt",
     "ReadsHistory",
     "ReplyStream",
@@ -169,6 +172,30 @@ class ReplyStream(Protocol):
         """End without a final reply: with `note` (e.g. "(stopped)"), keep what was shown and
         append it; without, take back what was shown (a draft, a partial message), e.g. before
         a clarification question is sent whole."""
+
+
+HOME_REQUEST = "home"
+"""`NativeCommand.name` of a request for a person's App Home (Slack's Home tab was opened):
+the manager answers it with `PublishesHome.publish_home`, never in a conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class HomeView:
+    """What an App Home shows one person: what the bot does, their link state, their usage
+    (percent of their limits, never amounts), and the commands."""
+
+    about: str
+    link: str
+    usage: str
+    commands: tuple[str, ...]
+
+
+@runtime_checkable
+class PublishesHome(Protocol):
+    """An adapter with a per-person home page (Slack's App Home tab)."""
+
+    async def publish_home(self, msg: InboundMessage, home: HomeView) -> None:
+        """Show `home` to the sender of `msg` (a `HOME_REQUEST`)."""
 
 
 @runtime_checkable
