@@ -26,8 +26,14 @@ Workload per row: a warm-up (a few messages per worker, answered before the burs
 - how busy the whole machine was over that span (/proc/stat; other tenants included);
 - that every message got exactly one answer (each carries a tag the model echoes back).
 
+With `--cluster` (issue 33) the fleet runs on a three-master Valkey Cluster this script starts
+(`bench/cluster.py`, slots in three equal ranges) with `SWITCHBOARD_REDIS_CLUSTER=true`, once per
+`--shards` value (`SWITCHBOARD_INBOX_SHARDS`, default 1 and 16), and a second table shows, per
+master, the commands per second over the burst, the XADDs (the inbox's appends) it took and its
+CPU per message: with 1 shard every append lands on one master, with 16 on all three.
+
 Run: `.venv/bin/python bench/fleet.py [--messages 600] [--workers 1,2] [--model-delay 0.5]
-[--quick]` (`make bench-fleet`). The exit status is 1 when a row failed or a message went
+[--quick] [--cluster [--shards 1,16]]` (`make bench-fleet`). The exit status is 1 when a row failed or a message went
 unanswered or was answered twice.
 """
 
@@ -61,9 +67,9 @@ from bench._harness import (
     free_port,
     machine_busy,
     proc_cpu,
-    redis_cpu,
     tail,
 )
+from bench.cluster import Cluster, NodeStats, node_stats
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.slack_server import FakeSlack, signed_headers
 
@@ -158,6 +164,8 @@ async def fake_openai_role(delay: float) -> None:
 @dataclass
 class Row:
     workers: int
+    shards: int | None = None  # SWITCHBOARD_INBOX_SHARDS on a cluster; None: one Valkey node
+    nodes: dict[str, NodeStats] = field(default_factory=dict)  # per cluster master, the burst
     messages: int = 0
     wall: float | None = None  # first post -> last answer, s
     ingest: float | None = None  # first post -> every post answered 200, s
@@ -177,6 +185,11 @@ class Row:
     @property
     def switchboard_cpu(self) -> float:
         return sum(self.cpu.values())
+
+    @property
+    def label(self) -> str:
+        """The worker count, and on a cluster the shard count (`2/16`)."""
+        return f"{self.workers}/{self.shards}" if self.shards else str(self.workers)
 
     @property
     def rate(self) -> float | None:
@@ -250,9 +263,16 @@ async def _ready(port: int, child: Child, timeout: float = 90.0) -> None:
 
 
 async def run_row(
-    workers: int, args: argparse.Namespace, harness: Harness, redis_url: str, tags: Tags
+    workers: int,
+    args: argparse.Namespace,
+    harness: Harness,
+    redis_url: str,
+    tags: Tags,
+    *,
+    cluster: Cluster | None = None,
+    shards: int | None = None,
 ) -> Row:
-    row = Row(workers)
+    row = Row(workers, shards)
     slack, slack_base = await harness.fake(_SELF, "fake-slack")
     fakes = [slack]
     model_env = {"SWITCHBOARD_MODEL": "demo"}
@@ -267,7 +287,7 @@ async def run_row(
             "OPENAI_API_KEY": API_KEY,
         }
     prefix = f"bfleet{uuid.uuid4().hex[:8]}:"
-    rowdir = harness.workdir / f"row{workers}"
+    rowdir = harness.workdir / f"row{workers}-{shards or 0}"
     rowdir.mkdir()
     procs: list[tuple[Child, int]] = []
     try:
@@ -293,6 +313,9 @@ async def run_row(
             )
             if args.max_concurrent_turns:
                 env["SWITCHBOARD_MAX_CONCURRENT_TURNS"] = str(args.max_concurrent_turns)
+            if cluster is not None:
+                env["SWITCHBOARD_REDIS_CLUSTER"] = "true"
+                env["SWITCHBOARD_INBOX_SHARDS"] = str(shards or 1)
             role = "ingress" if name == "ingress" else "worker"
             argv = [sys.executable, "-m", "service.cli", "serve", "--role", role]
             child = await harness.spawn(
@@ -320,7 +343,8 @@ async def run_row(
         burst_tags = tags.take(args.messages)
         requests = poster.build([BURST_BASE + i for i in range(args.messages)], burst_tags)
         fake_pids = [c.proc.pid for c in fakes]
-        valkey0 = await redis_cpu(redis_url)
+        nodes = cluster.node_urls if cluster is not None else [redis_url]
+        stats0 = await node_stats(nodes)
         fakes0 = sum(proc_cpu(p) for p in fake_pids) + time.process_time()
         machine0 = machine_busy()
         cpu0 = [proc_cpu(p) for p in pids]
@@ -331,7 +355,7 @@ async def run_row(
             op="wait", tags=burst_tags, pids=pids, timeout=args.burst_timeout
         )
         machine1 = machine_busy()
-        valkey1 = await redis_cpu(redis_url)
+        stats1 = await node_stats(nodes)
         fakes1 = sum(proc_cpu(p) for p in fake_pids) + time.process_time()
         await asyncio.sleep(1.0)
         cpu_tail = [proc_cpu(p) for p in pids]
@@ -343,7 +367,8 @@ async def run_row(
             n: waited["cpu"][str(p)] - c0 for n, p, c0 in zip(names, pids, cpu0, strict=True)
         }
         row.cpu_tail = sum(cpu_tail) - sum(cpu0)
-        row.valkey_cpu = valkey1 - valkey0
+        row.nodes = {n: stats1[n] - stats0[n] for n in stats0}
+        row.valkey_cpu = sum(n.cpu_s for n in row.nodes.values())
         row.fakes_cpu = fakes1 - fakes0
         busy, total = machine1[0] - machine0[0], machine1[1] - machine0[1]
         row.machine = busy / total if total else None
@@ -371,6 +396,30 @@ def _ms(value: float | None, n: int) -> str:
     return "—" if value is None or not n else f"{value / n * 1000:.2f}"
 
 
+def print_nodes(rows: list[Row]) -> None:
+    """Per cluster master: where the burst's commands, appends and Redis CPU landed."""
+    head = (
+        f"{'shards':>6} {'workers':>7} {'master':<16} {'commands/s':>10} {'of all':>6} "
+        f"{'XADDs':>6} {'of all':>6} {'Valkey CPU/msg ms':>17}"
+    )
+    print("Per master, over the burst (cluster of three; XADD = the inbox's appends):")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if not r.nodes or not r.messages:
+            continue
+        commands = sum(n.commands for n in r.nodes.values()) or 1
+        xadds = sum(n.xadds for n in r.nodes.values()) or 1
+        for name, n in sorted(r.nodes.items()):
+            rate = "—" if not r.wall else f"{n.commands / r.wall:.0f}"
+            print(
+                f"{r.shards or 1:>6} {r.workers:>7} {name:<16} {rate:>10} "
+                f"{n.commands / commands * 100:>5.0f}% {n.xadds:>6} {n.xadds / xadds * 100:>5.0f}% "
+                f"{_ms(n.cpu_s, r.messages):>17}"
+            )
+    print()
+
+
 def print_table(rows: list[Row], args: argparse.Namespace, version: str) -> None:
     cores = os.cpu_count() or 1
     model = "demo" if args.model_delay is None else f"fake OpenAI, {args.model_delay:g} s/call"
@@ -390,7 +439,7 @@ def print_table(rows: list[Row], args: argparse.Namespace, version: str) -> None
     print("-" * len(head))
     for r in rows:
         if r.error and not r.messages:
-            print(f"{r.workers:>7} FAILED: {r.error.splitlines()[0]}")
+            print(f"{r.label:>7} FAILED: {r.error.splitlines()[0]}")
             continue
         rate = "—" if r.rate is None else f"{r.rate:.1f}"
         wall = "—" if r.wall is None else f"{r.wall:.2f}"
@@ -401,7 +450,7 @@ def print_table(rows: list[Row], args: argparse.Namespace, version: str) -> None
         machine = "—" if r.machine is None else f"{r.machine * 100:.0f}%"
         answered = f"{r.messages - r.missing}/{r.messages}"
         print(
-            f"{r.workers:>7} {rate:>7} {wall:>7} {ingest:>8} "
+            f"{r.label:>7} {rate:>7} {wall:>7} {ingest:>8} "
             f"{_ms(r.switchboard_cpu, r.messages):>13} {_ms(r.valkey_cpu, r.messages):>13} "
             f"{used:>15} {machine:>12} {answered:>9} {r.missing:>7} {r.duplicates:>4} "
             f"{r.other_sends + r.failed_sends + r.post_errors:>5}"
@@ -431,8 +480,8 @@ def print_table(rows: list[Row], args: argparse.Namespace, version: str) -> None
             assert r.rate is not None and base.rate is not None
             cpu = r.switchboard_cpu / r.messages / (base.switchboard_cpu / base.messages)
             print(
-                f"{r.workers} workers ÷ {base.workers}: throughput {r.rate / base.rate:.2f}x, "
-                f"Switchboard CPU/msg {cpu:.2f}x"
+                f"{r.label} ÷ {base.label} (workers/shards): throughput "
+                f"{r.rate / base.rate:.2f}x, Switchboard CPU/msg {cpu:.2f}x"
             )
     print()
     print(
@@ -477,30 +526,46 @@ async def driver(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         workdir = Path(tmp)
         (workdir / "valkey").mkdir()
-        server = ValkeyServer(
-            port=free_port(), data_dir=workdir / "valkey", appendonly="no", save=""
-        )
-        server.start(timeout=15.0)
+        cluster: Cluster | None = None
+        server: ValkeyServer | None = None
+        if args.cluster:
+            cluster = Cluster(workdir / "cluster")
+            await cluster.start()
+            url = cluster.url
+        else:
+            server = ValkeyServer(
+                port=free_port(), data_dir=workdir / "valkey", appendonly="no", save=""
+            )
+            server.start(timeout=15.0)
+            url = f"redis://127.0.0.1:{server.port}/0"
         harness = Harness(workdir)
         rows: list[Row] = []
         tags = Tags()
         try:
-            url = f"redis://127.0.0.1:{server.port}/0"
             import redis.asyncio as aioredis
 
             client = aioredis.Redis.from_url(url)
             version = (await client.info("server")).get("valkey_version") or "?"
             await client.aclose()
-            for workers in args.workers:
-                print(f"running {workers} worker(s) …", file=sys.stderr, flush=True)
-                row = await run_row(workers, args, harness, url, tags)
-                if row.error:
-                    print(f"{workers} worker(s): {row.error}", file=sys.stderr)
-                rows.append(row)
+            for shards in args.shards if cluster is not None else [None]:
+                for workers in args.workers:
+                    label = f"{workers} worker(s)" + (f", {shards} shard(s)" if shards else "")
+                    print(f"running {label} …", file=sys.stderr, flush=True)
+                    row = await run_row(
+                        workers, args, harness, url, tags, cluster=cluster, shards=shards
+                    )
+                    if row.error:
+                        print(f"{label}: {row.error}", file=sys.stderr)
+                    rows.append(row)
         finally:
             await harness.close()
-            server.stop()
+            if server is not None:
+                server.stop()
+            if cluster is not None:
+                cluster.stop()
         print_table(rows, args, str(version))
+        if args.cluster:
+            print_nodes(rows)
     bad = any(r.error or r.missing or r.duplicates or r.post_errors for r in rows)
     return 1 if bad else 0
 
@@ -529,6 +594,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--max-concurrent-turns", type=int, default=None, help="SWITCHBOARD_MAX_CONCURRENT_TURNS"
+    )
+    parser.add_argument(
+        "--cluster", action="store_true", help="run on a three-master Valkey Cluster"
+    )
+    parser.add_argument(
+        "--shards", type=_workers, default=[1, 16], help='with --cluster: e.g. "1,16"'
     )
     parser.add_argument("--switchboard-root", dest="root", type=Path, default=_REPO)
     parser.add_argument("--log-level", default="WARNING", help="Switchboard's log level")
