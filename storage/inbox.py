@@ -52,6 +52,7 @@ __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "InboxSummary", "cons
 INBOX_MAX_LEN = 100_000  # unfinished entries; far beyond any burst a worker fleet drains
 GROUP = "workers"
 _FIELD = b"m"
+_RECLAIM_ROUNDS = 3  # pipelines per reclaim at most: shards with more to take get the rest
 
 _APPEND = """
 if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[2]) then return false end
@@ -214,17 +215,46 @@ class Inbox:
     async def reclaim(self, count: int) -> tuple[list[Entry], list[str]]:
         """Entries of consumers that stopped (idle past `claim_idle_s`) and unread entries of
         other layouts being drained, now ours, and the ids of pending entries whose data is gone
-        (finish those). One XAUTOCLAIM page per shard, at most `count` entries in all, in one
-        pipeline (one round trip per node)."""
+        (finish those); at most `count` entries in all. One pipeline (one round trip per node)
+        takes an XAUTOCLAIM page of every shard, a share of `count` each; what a shard with more
+        to take could not, a few more rounds over those shards take from the rest of `count`."""
         own = [(t, False) for t in self._tags] + [(t, False) for t in self._draining]
-        reads = [(t, True) for t in self._draining]
-        work = own + reads
+        work = own + [(t, True) for t in self._draining]
         if count <= 0 or not work:
             return [], []
         start = self._turn % len(work)
         chosen = (work[start:] + work[:start])[:count]
         self._turn += len(chosen)
-        each = max(1, count // len(chosen))
+        claimed: list[tuple[str, str, dict[bytes, bytes] | None]] = []
+        fresh: list[Entry] = []
+        gone: list[str] = []
+        for _ in range(_RECLAIM_ROUNDS):
+            left = count - len(claimed) - len(fresh)
+            if left <= 0 or not chosen:
+                break
+            chosen = chosen[:left]
+            each = max(1, left // len(chosen))
+            chosen = await self._reclaim_round(chosen, each, claimed, fresh, gone)
+        counts = await self._deliveries([(t, i) for t, i, _ in claimed])
+        entries = [
+            Entry(_entry_id(i, t), bytes((f or {}).get(_FIELD, b"")), counts.get((t, i), 2))
+            for t, i, f in claimed
+        ]
+        if entries:
+            INBOX_RECLAIMED.inc(len(entries))
+        return entries + fresh, gone
+
+    async def _reclaim_round(
+        self,
+        chosen: list[tuple[str, bool]],
+        each: int,
+        claimed: list[tuple[str, str, dict[bytes, bytes] | None]],
+        fresh: list[Entry],
+        gone: list[str],
+    ) -> list[tuple[str, bool]]:
+        """One page of `each` from every chosen shard into the lists; the shards whose page was
+        full (they may hold more)."""
+        learn = time.monotonic() >= self._learn_at
         try:
             async with self._r.pipeline(transaction=False) as pipe:
                 for tag, unread in chosen:
@@ -236,20 +266,16 @@ class Inbox:
                         pipe.xautoclaim(
                             key, GROUP, self.consumer, self.claim_idle_ms, cursor, count=each
                         )
-                learn = time.monotonic() >= self._learn_at
                 if learn:
                     pipe.smembers(self._keys.inbox_layouts())
                 replies = await pipe.execute(raise_on_error=False)
         except RedisError as exc:
             raise storage_error("inbox reclaim", exc) from None
-        results = replies[: len(chosen)]
         if learn and not isinstance(replies[-1], RedisError):
             self._learn_at = time.monotonic() + LEARN_EVERY_S
             self._learn(others(replies[-1], self.shards))
-        claimed: list[tuple[str, str, dict[bytes, bytes] | None]] = []
-        fresh: list[Entry] = []
-        gone: list[str] = []
-        for (tag, unread), reply in zip(chosen, results, strict=True):
+        full: list[tuple[str, bool]] = []
+        for (tag, unread), reply in zip(chosen, replies[: len(chosen)], strict=True):
             if isinstance(reply, ResponseError) and "NOGROUP" in str(reply):
                 if tag in self._tags:
                     await self._ensure_group(tag)
@@ -257,19 +283,16 @@ class Inbox:
             if isinstance(reply, RedisError):
                 raise storage_error("inbox reclaim", reply)
             if unread:
-                fresh.extend(_entries(reply, tag))
-                continue
-            self._cursors[tag] = _text(reply[0])
-            claimed.extend((tag, _text(i), f) for i, f in reply[1] if i is not None)
-            gone.extend(_entry_id(i, tag) for i in (reply[2] if len(reply) > 2 else ()))
-        counts = await self._deliveries([(t, i) for t, i, _ in claimed])
-        entries = [
-            Entry(_entry_id(i, t), bytes((f or {}).get(_FIELD, b"")), counts.get((t, i), 2))
-            for t, i, f in claimed
-        ]
-        if entries:
-            INBOX_RECLAIMED.inc(len(entries))
-        return entries + fresh, gone
+                got = _entries(reply, tag)
+                fresh.extend(got)
+            else:
+                self._cursors[tag] = _text(reply[0])
+                got = [(tag, _text(i), f) for i, f in reply[1] if i is not None]
+                claimed.extend(got)
+                gone.extend(_entry_id(i, tag) for i in (reply[2] if len(reply) > 2 else ()))
+            if len(got) >= each:
+                full.append((tag, unread))
+        return full
 
     async def _deliveries(self, ids: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
         if not ids:

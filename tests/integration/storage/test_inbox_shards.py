@@ -240,3 +240,25 @@ async def test_on_a_cluster_intake_lands_on_every_master(
     assert set(per_master) == masters
     assert all(count > 0 for count in per_master.values())
     assert sum(per_master.values()) == 200
+
+
+async def test_one_reclaim_takes_a_busy_shards_entries_beyond_its_share(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    a, b = _inbox(redis, keys, "a"), _inbox(redis, keys, "b")
+    await a.ensure_group()
+    chat = "tg:busy"
+    shard = a.layout.tags.index(a.layout.tag_for(chat))
+    for n in range(10):
+        await a.append(str(n).encode(), route=chat)
+    assert len(await a.read(100, 0.01, shard)) == 10  # then the consumer stops
+
+    async def idle_long_enough() -> bool:
+        rows = await redis.xpending_range(
+            keys.inbox(a.layout.tags[shard]), GROUP, min="-", max="+", count=1
+        )
+        return bool(rows) and rows[0]["time_since_delivered"] >= IDLE_S * 1000
+
+    await wait_until(idle_long_enough, timeout=10)
+    taken, _gone = await b.reclaim(10)  # a share of 10 over 4 shards is 2; this shard has 10
+    assert sorted(int(e.payload) for e in taken) == list(range(10))
