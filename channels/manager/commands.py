@@ -52,7 +52,7 @@ class BusyModes(Protocol):
     @property
     def default_mode(self) -> BusyMode: ...
 
-    def mode_for(self, stored: BusyMode | None) -> BusyMode: ...
+    def mode_for(self, stored: BusyMode | None, default: BusyMode | None = None) -> BusyMode: ...
 
 
 _MODE_TEXT = {
@@ -195,17 +195,24 @@ class CommandDesk:
         thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=create)
         if not word:
             stored = (await self._queue.state(thread_id)).mode if thread_id else None
-            return f"{self._mode_line(stored)}\nChange it with /queue MODE ({choices})."
+            line = self._mode_line(stored, await self._bound_busy(ctx))
+            return f"{line}\nChange it with /queue MODE ({choices})."
         assert thread_id is not None
         stored = None if word == "default" else BusyMode(word)
         await self._queue.set_mode(thread_id, stored)
         _log.info("thread.busy_mode_set", thread_id=thread_id, mode=word)
-        return self._mode_line(stored)
+        return self._mode_line(stored, await self._bound_busy(ctx))
 
-    def _mode_line(self, stored: BusyMode | None) -> str:
-        requested = stored or self._modes.default_mode
-        mode = self._modes.mode_for(stored)
-        origin = "set here" if stored is not None else "the default"
+    async def _bound_busy(self, ctx: MessageContext) -> BusyMode | None:
+        """The busy mode a binding gives this place, if any."""
+        if self._bindings is None:
+            return None
+        return (await self._bindings.effective(ctx.msg)).busy
+
+    def _mode_line(self, stored: BusyMode | None, bound: BusyMode | None = None) -> str:
+        requested = stored or bound or self._modes.default_mode
+        mode = self._modes.mode_for(stored, bound)
+        origin = "set here" if stored else "this place's binding" if bound else "the default"
         line = f"Busy mode: {requested} ({origin}): {_MODE_TEXT[mode]}."
         if requested is not mode:
             line += " This agent cannot take messages mid-answer, so steer works as queue here."
@@ -221,7 +228,7 @@ class CommandDesk:
             f"Busy: {'yes' if state.busy else 'no'}",
             f"Queued messages: {max(0, state.unanswered - (1 if state.busy else 0))}",
             f"Waiting for an answer: {'yes' if state.question else 'no'}",
-            self._mode_line(state.mode),
+            self._mode_line(state.mode, await self._bound_busy(ctx)),
             *await self._agent_lines(ctx),
         ]
         if self._tools is not None:

@@ -183,7 +183,10 @@ class TurnScheduler:
                 await self._s.orphans.watch(thread_id)
                 return
             _log.info("thread.orphans_resumed", count=len(slot.items), attempt=slot.attempt)
-            session = TurnSession(adapter, thread_id, slot.lock, mode=self.mode_for(slot.mode))
+            default = await self._bound_default(slot)
+            session = TurnSession(
+                adapter, thread_id, slot.lock, mode=self.mode_for(slot.mode, default)
+            )
             if not await self._hold(session, slot):
                 return  # not handed back cleanly: stay watched
         await self._s.orphans.forget(thread_id, seen)
@@ -191,6 +194,15 @@ class TurnScheduler:
     async def _bound(self, msg: InboundMessage) -> Effective:
         """The message's bindings (in memory; none without a bindings file)."""
         return NO_BINDING if self._bindings is None else await self._bindings.effective(msg)
+
+    async def _bound_default(self, slot: Slot) -> BusyMode | None:
+        """The busy mode a binding gives the conversation of a queue taken over by a sweep."""
+        if self._bindings is None:
+            return None
+        for item in slot.items:
+            with contextlib.suppress(CorruptPayload):
+                return (await self._bound(decode_message(item.payload))).busy
+        return None
 
     # -- holding the thread ----------------------------------------------------------------
 
