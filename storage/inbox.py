@@ -349,10 +349,22 @@ class Inbox:
 
     async def observe(self) -> None:
         """Refresh the pending and lag gauges from every shard's XINFO GROUPS (the group's own
-        counters), summed."""
-        summary = await self.summary()
-        INBOX_PENDING.set(summary.in_hand)
-        INBOX_LAG.set(summary.unread)
+        counters), summed; one pipeline (one round trip per node)."""
+        try:
+            async with self._r.pipeline(transaction=False) as pipe:
+                for key in self._all_keys():
+                    pipe.xinfo_groups(key)
+                replies = await pipe.execute(raise_on_error=False)
+        except RedisError as exc:
+            raise storage_error("inbox info", exc) from None
+        pending = lag = 0
+        for groups in replies:
+            named = groups if isinstance(groups, list) else []  # no stream yet: no group either
+            ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
+            pending += int(ours.get("pending") or 0)
+            lag += int(ours.get("lag") or 0)
+        INBOX_PENDING.set(pending)
+        INBOX_LAG.set(lag)
 
     async def backlog(self) -> int:
         """Unfinished entries (read or not), in every shard."""

@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 
 from storage import Inbox, InboxFull, Keys
 from storage.inbox import GROUP
+from storage.metrics import INBOX_LAG, INBOX_PENDING
 from storage.shards import Layout
 from tests.support import wait_until
 
@@ -114,6 +115,8 @@ async def test_backlog_and_summary_count_every_shard(redis: aioredis.Redis, keys
     summary = await inbox.summary()
     assert (summary.unfinished, summary.in_hand, summary.unread) == (2 * SHARDS, 1, 2 * SHARDS - 1)
     assert summary.oldest_at is not None
+    await inbox.observe()
+    assert (INBOX_PENDING._value.get(), INBOX_LAG._value.get()) == (1, 2 * SHARDS - 1)
 
 
 async def test_touch_keeps_entries_of_every_shard_from_being_reclaimed(
