@@ -6,6 +6,7 @@ from __future__ import annotations
 from channels.message import InboundMessage, Platform
 from storage import Keys
 from storage.shards import Layout
+from tests.support import wait_until
 
 __all__: list[str] = []
 
@@ -45,3 +46,23 @@ async def test_every_chat_is_answered_once_from_a_sharded_inbox(
     assert await redis.exists(keys.inbox()) == 0  # the single stream is not used
     for tag in layout.tags:
         assert await redis.xlen(keys.inbox(tag)) == 0  # every shard drained and finished
+
+
+async def test_messages_left_in_the_old_layout_are_answered_after_the_shard_count_grew(
+    make_manager, redis, keys: Keys
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.fakes.recording_adapter import RecordingAdapter
+
+    old_ingress = await make_manager(role="ingress", lock_ttl_s=1.0)  # one shard: sb:inbox
+    chats = [f"D{n}" for n in range(6)]
+    for chat in chats:
+        await old_ingress.deliver(_dm(chat, f"left in {chat}"))
+    assert await redis.xlen(keys.inbox()) == len(chats)
+
+    worker = await make_manager(inbox_shards=4, lock_ttl_s=1.0)  # reads its shards, drains sb:inbox
+    adapter = RecordingAdapter(deliver=worker.deliver)
+    worker.register(adapter)
+    await wait_until(lambda: len(adapter.sent) >= len(chats), timeout=30)
+    await worker.idle()
+    assert sorted(s.text for s in adapter.sent) == sorted(f"You said: left in {c}" for c in chats)
+    assert await redis.xlen(keys.inbox()) == 0
