@@ -4,7 +4,7 @@ Slack shows an AI app in its own pane. Older apps get assistant threads (`assist
 when a user opens one); newer ones the agent view only (`app_home_opened` with `tab: messages`).
 On either, the user is greeted with the suggested prompts (`assistant.threads.setSuggestedPrompts`:
 `SWITCHBOARD_SLACK_PROMPTS`, up to four). In an assistant thread (a DM thread; Slack refuses the
-calls elsewhere, and a refusal is remembered per channel), a message gets the status line
+calls elsewhere, and a refusal is remembered per thread), a message gets the status line
 "is thinking…" instead of the 👀 reaction, tools show "Using <tool>…", and Slack clears the status
 when the reply is posted; the thread is titled from the first message this process sees in it
 (`assistant.threads.setTitle`, once per thread, remembered in a bounded map).
@@ -86,7 +86,7 @@ class AssistantSurfaces:
         self._api = api
         self._prompts = [{"title": p.title, "message": p.message} for p in prompts[:MAX_PROMPTS]]
         self._greeting = greeting
-        self._refused: OrderedDict[str, bool] = OrderedDict()  # channels with no assistant
+        self._refused: OrderedDict[str, bool] = OrderedDict()  # threads that are not assistant's
         self._titled: OrderedDict[str, bool] = OrderedDict()  # threads titled by this process
 
     # -- opening the conversation ----------------------------------------------------------
@@ -123,8 +123,10 @@ class AssistantSurfaces:
 
     async def working(self, target: ReplyTarget, line: str) -> bool:
         """Show `line` as the thread's status; False where the thread is not an assistant
-        thread (remembered per channel, so later messages there skip the call)."""
-        if not is_assistant_candidate(target) or target.chat_id in self._refused:
+        thread (remembered per thread: the app's DM holds assistant threads and ordinary
+        threads side by side, so later messages of that thread skip the call)."""
+        key = f"{target.chat_id}:{target.thread_anchor}"
+        if not is_assistant_candidate(target) or key in self._refused:
             return False
         try:
             await self._api(
@@ -133,7 +135,7 @@ class AssistantSurfaces:
                 )
             )
         except PlatformError as exc:
-            _remember(self._refused, target.chat_id)
+            _remember(self._refused, key)
             _log.info("slack.status_refused", code=exc.code)
             return False
         return True
