@@ -131,14 +131,18 @@ class Intake:
 
     async def _read_loop(self, shard: int, shards: int) -> None:
         failures = 0
+        busy = False  # the last read filled its batch: more is waiting in this shard
         while self._running:
             while self._free <= 0:
                 self._freed.clear()
                 await self._freed.wait()
             # one slot stays out of the blocking reads: housekeeping's sweeps and reclaims need
             # it, or an idle worker would hold every slot in reads that return nothing; the rest
-            # is shared between the shards' readers, so a quiet shard leaves slots to the others
-            taken = self._take(min(_READ_BATCH, max(1, (self._free - 1) // shards)))
+            # is shared between the shards' readers, so a quiet shard leaves slots to the others,
+            # and a shard whose last read came back full reads as much as is free (it returns
+            # at once, so it holds no slot a quiet shard would wait for)
+            share = self._free - 1 if busy else (self._free - 1) // shards
+            taken = self._take(min(_READ_BATCH, max(1, share)))
             try:
                 entries = await self._inbox.read(taken, _READ_BLOCK_S, shard)
                 failures = 0
@@ -148,6 +152,7 @@ class Intake:
                 _log.warning("inbox.read_failed", error=str(exc), failures=failures)
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
                 continue
+            busy = len(entries) >= taken
             self._give(taken - len(entries))
             for entry in entries:
                 self._spawn(entry)
