@@ -87,13 +87,6 @@ class ThreadMap:
             raise storage_error("thread reset", exc) from None
         return thread_id
 
-    async def bind(self, conversation_key: str, thread_id: str) -> None:
-        """Attach another conversation key to an existing thread (a reply chain continuing it)."""
-        try:
-            await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
-        except RedisError as exc:
-            raise storage_error("thread bind", exc) from None
-
     async def remember_messages(
         self, platform: str, chat_id: str, message_ids: list[str], thread_id: str
     ) -> None:

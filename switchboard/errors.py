@@ -6,7 +6,6 @@
     │   ├── TransientStorageError    (connection, timeout, loading: worth another attempt)
     │   └── FencedOut                (the thread lock is no longer the writer's)
     ├── AgentError                   "agent"
-    ├── AccessDenied                 "access"
     └── PlatformError(platform, code) "platform"
         ├── PlatformRateLimited(retry_after)   "rate_limited"
         ├── PlatformAuthError                  "auth"
@@ -18,7 +17,6 @@ SDK, redis and provider exceptions are translated at the layer that meets them a
 from __future__ import annotations
 
 __all__ = [
-    "AccessDenied",
     "AgentError",
     "ConfigError",
     "FencedOut",
@@ -58,10 +56,6 @@ class FencedOut(StorageError):
 
 class AgentError(SwitchboardError):
     category = "agent"
-
-
-class AccessDenied(SwitchboardError):
-    category = "access"
 
 
 class PlatformError(SwitchboardError):

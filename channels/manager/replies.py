@@ -28,7 +28,6 @@ _USER_MESSAGES = {
     "rate_limited": "The chat platform is rate-limiting me.",
     "platform": "The chat platform rejected my reply.",
     "auth": "I'm not authorised on this platform.",
-    "access": "This conversation isn't allowed to use me.",
     "config": "I'm misconfigured.",
     "internal": "Something went wrong on my side.",
 }

@@ -59,10 +59,6 @@ class Wrapper:
     ticks: int = 1  # backticks needed to delimit an inline code span in markdown dialects
     quoted: bool = False  # a code block inside a quote: its fence lines need the quote prefix
 
-    @property
-    def is_code(self) -> bool:
-        return self.kind in (WrapKind.CODE, WrapKind.PRE)
-
 
 Frame = tuple[Wrapper, ...]
 

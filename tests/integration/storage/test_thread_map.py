@@ -74,15 +74,6 @@ async def test_peek_of_an_unknown_conversation_creates_nothing(
     assert await redis.exists(keys.conversation("tg:unknown")) == 0
 
 
-async def test_bind_attaches_another_conversation_to_an_existing_thread(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
-    threads = ThreadMap(redis, keys=keys)
-    thread_id = await threads.resolve("slack:C1:1700.1")
-    await threads.bind("slack:C1:1700.9", thread_id)
-    assert await threads.resolve("slack:C1:1700.9") == thread_id
-
-
 async def test_remembered_bot_messages_lead_back_to_their_thread(
     redis: aioredis.Redis, keys: Keys
 ) -> None:
