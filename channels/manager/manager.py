@@ -31,11 +31,13 @@ from channels.manager.gates import (
     build_chain,
 )
 from channels.manager.history import ObserveGate
+from channels.manager.home import HomeGate
 from channels.manager.intake import Intake
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.retry import Step, run_idempotent
 from channels.manager.routing import ThreadResolver
+from channels.manager.sessions import SessionsGate
 from channels.manager.turns import TurnScheduler
 from channels.message import InboundMessage, Platform
 from switchboard.errors import AgentError, StorageError
@@ -43,6 +45,7 @@ from switchboard.state import Entry
 
 if TYPE_CHECKING:
     from channels.access import AccessGate
+    from channels.bindings import BindingResolver
     from channels.usage import UsageDesk
 
 __all__ = ["Manager"]
@@ -62,6 +65,7 @@ class Manager:
         config: ManagerConfig | None = None,
         usage: UsageDesk | None = None,
         on_vote: OnVote | None = None,
+        bindings: BindingResolver | None = None,
     ) -> None:
         self._s = stores
         self._config = config = config or ManagerConfig()
@@ -78,6 +82,7 @@ class Manager:
             config=config,
             background=self._background,
             usage=usage,
+            bindings=bindings,
         )
         extra: dict[str, ExtraCommand] = {}
         if usage is not None:
@@ -96,6 +101,8 @@ class Manager:
             tools=getattr(runtime, "tool_names", None),
             slack_command=config.slack_command,
             prefix=config.command_prefix,
+            agent=config.agent,
+            bindings=bindings,
         )
         self._intake = Intake(
             stores.inbox, stores.orphans, handle=self._handle, sweep=self._sweep, config=config
@@ -104,9 +111,16 @@ class Manager:
             [
                 ObserveGate(stores.context, access, keep=config.observe_keep),
                 DedupeGate(stores.dedupe),
+                HomeGate(
+                    access,
+                    usage,
+                    slack_command=config.slack_command,
+                    prefix=config.command_prefix,
+                ),
                 FeedbackGate(
                     stores.feedback if config.feedback else None, stores.threads, on_vote=on_vote
                 ),
+                *([SessionsGate(bindings)] if bindings is not None else []),
                 AccessAndRate(
                     access, stores.rate, say, resolver=resolver, prefix=config.command_prefix
                 ),

@@ -53,6 +53,7 @@ from channels.adapter import (
     Chunk,
     Deliver,
     HistoryRequest,
+    HomeView,
     Markup,
     QuestionPrompt,
     ReplyStream,
@@ -63,12 +64,13 @@ from channels.message import Attachment, InboundMessage, NativeCommand, Platform
 from channels.names import Names
 from channels.send_budget import LocalPacer, Pacer
 from channels.slack.assistant import DEFAULT_PROMPTS, THINKING, AssistantSurfaces, Prompt
-from channels.slack.blocks import question_blocks
+from channels.slack.blocks import home_blocks, question_blocks
 from channels.slack.events import (
     BUTTON_PREFIX,
     FEEDBACK_ACTION,
     STOP_ACTION,
     BotIdentity,
+    home_request,
     is_for_bot,
     parse_button_value,
     slash_to_inbound,
@@ -79,6 +81,7 @@ from channels.slack.files import MAX_UPLOAD_BYTES, SlackFiles
 from channels.slack.history import SlackHistory
 from channels.slack.pacing import SEND_LIMITS, SlackLimits, SlackPacing
 from channels.slack.retries import retry_handlers
+from channels.slack.sessions import AgentSessions, session_stop
 from channels.slack.stream import Refusals, SlackStream, chunk_blocks
 from switchboard.conversation import ContextMessage
 from switchboard.errors import ConfigError, PlatformAuthError, PlatformError, PlatformRateLimited
@@ -167,6 +170,7 @@ class SlackAdapter:
         self._read_timeout_s = read_timeout_s
         self._names = Names()
         self._assistant = AssistantSurfaces(client=self._client, api=self._api, prompts=prompts)
+        self._sessions = AgentSessions(client=self._client, api=self._api)
         self._app = AsyncApp(
             client=self._client,
             # An empty string stops bolt from reading SLACK_SIGNING_SECRET behind our back.
@@ -181,6 +185,7 @@ class SlackAdapter:
         )
         self._app.event("assistant_thread_started")(self._on_thread_started)
         self._app.event("app_home_opened")(self._on_home_opened)
+        self._app.event("agent_session_stopped")(self._on_session_stopped)
         self._app.event("app_mention")(self._on_event)
         self._app.event("message")(self._on_event)
         self._app.action(re.compile("^" + re.escape(BUTTON_PREFIX)))(self._on_action)
@@ -279,10 +284,30 @@ class SlackAdapter:
         await self._assistant.thread_started(body.get("event") or {})
 
     async def _on_home_opened(self, body: dict[str, Any]) -> None:
-        """The app's messages tab (the agent view) greets with the suggested prompts."""
+        """The app's messages tab (the agent view) greets with the suggested prompts; its Home
+        tab is a request for the person's home page, which a worker publishes (it needs their
+        link state and usage): not acknowledged until it is in the inbox."""
         event = body.get("event") or {}
         if event.get("tab") == "messages":
             await self._assistant.home_opened(event)
+            return
+        msg = home_request(body, await self._identity())
+        if msg is not None:
+            await self._deliver(msg)
+
+    async def publish_home(self, msg: InboundMessage, home: HomeView) -> None:
+        """`views.publish` of the person's App Home (`PublishesHome`)."""
+        await self._api(
+            self._client.views_publish(user_id=msg.sender_id, view=home_blocks(home))
+        )
+
+    async def _on_session_stopped(self, body: dict[str, Any]) -> None:
+        """Slack's own Stop on an agent session: that person's `/stop` in the thread."""
+        msg = session_stop(body, (await self._identity()).team_id)
+        if msg is not None:
+            structlog.contextvars.bind_contextvars(platform=_PLATFORM, chat_id=msg.chat_id)
+            _log.info("stop.pressed", allowed=True, native=True)
+            await self._deliver(msg)
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
         msg = to_inbound(body, await self._identity())
@@ -355,6 +380,7 @@ class SlackAdapter:
 
     async def send(self, target: ReplyTarget, chunks: Sequence[Chunk]) -> SentRef:
         ids = [await self._post(target, c.text, blocks=chunk_blocks(c)) for c in chunks]
+        await self._sessions.settled(target)
         return SentRef(target.chat_id, tuple(ids))
 
     async def ask(
@@ -364,6 +390,7 @@ class SlackAdapter:
         ids = [await self._post(target, chunk.text) for chunk in first]
         fallback = last.text or "Choose an option:"
         ids.append(await self._post(target, fallback, blocks=question_blocks(last.text, prompt)))
+        await self._sessions.settled(target)  # waiting on the person now, not working
         return SentRef(target.chat_id, tuple(ids))
 
     def open_stream(self, target: ReplyTarget, *, recipient_id: str | None = None) -> ReplyStream:
@@ -381,6 +408,7 @@ class SlackAdapter:
             refusals=self._stream_refusals,
             recipient_id=recipient_id or target.recipient_id or None,
             working=self._assistant.working,
+            settled=self._sessions.settled,
         )
 
     # -- files (`FetchesFiles`, `DescribesFiles`, `SendsFiles`: channels/slack/files.py) -------
@@ -430,6 +458,8 @@ class SlackAdapter:
         reply, so failures are logged, not raised."""
         if msg.button is not None:
             return
+        if kind is AckKind.RECEIVED and await self._sessions.working(msg):
+            return  # the agent session's working state (and Stop button) replaces 👀
         if kind is AckKind.RECEIVED and await self._assistant.working(msg.target, THINKING):
             await self._assistant.title_once(msg.target, msg.text)  # the status replaces 👀
             return

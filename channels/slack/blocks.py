@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.adapter import QuestionPrompt
+from channels.adapter import HomeView, QuestionPrompt
 from channels.slack.events import (
     BUTTON_PREFIX,
     FEEDBACK_ACTION,
@@ -19,7 +19,7 @@ from channels.slack.events import (
     vote_value,
 )
 
-__all__ = ["answer_blocks", "question_blocks", "stop_blocks"]
+__all__ = ["answer_blocks", "home_blocks", "question_blocks", "stop_blocks"]
 
 _SECTION_MAX = 3000  # Block Kit section text limit
 _BUTTONS_PER_BLOCK = 25  # Block Kit actions block limit
@@ -108,6 +108,36 @@ def stop_blocks(text: str, asker_id: str) -> list[dict[str, Any]]:
         }
     )
     return blocks
+
+
+def home_blocks(home: HomeView) -> dict[str, Any]:
+    """The App Home view: what I do, the person's link state and usage, the commands."""
+
+    def section(text: str) -> dict[str, Any]:
+        return {"type": "section", "text": {"type": "mrkdwn", "text": _escape(text)}}
+
+    def header(text: str) -> dict[str, Any]:
+        return {"type": "header", "text": {"type": "plain_text", "text": text}}
+
+    blocks = [
+        header("Switchboard"),
+        section(home.about),
+        {"type": "divider"},
+        header("Your access"),
+        section(home.link),
+        header("Your usage"),
+        section(home.usage),
+        {"type": "divider"},
+        header("Commands"),
+        section("\n".join(home.commands)),
+    ]
+    return {"type": "home", "blocks": blocks}
+
+
+def _escape(text: str) -> str:
+    """Plain text as mrkdwn that Slack shows literally, cut to a section's length."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text[:_SECTION_MAX]
 
 
 def _split_section(text: str) -> list[str]:

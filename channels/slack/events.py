@@ -13,6 +13,7 @@ Kept apart from the adapter's I/O so every rule here is tested on plain payload 
 |                                         | so the manager's dedupe answers it once                |
 | `block_actions` on a `q:<id>:<i>` button | a `ButtonPress`                                       |
 | `block_actions` on our feedback buttons  | a `Vote` (`fb:up:<run>` / `fb:down:<run>`)            |
+| `app_home_opened` on the Home tab        | a `HOME_REQUEST`: the worker publishes the home page  |
 | `block_actions` on a Stop button         | `/stop` from the presser (`stop_press`; the adapter   |
 |                                          | lets only the asker or an admin through)              |
 | our slash command (`/switchboard stop`)  | `/stop` with `native` set: answered through its        |
@@ -29,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channels.adapter import HOME_REQUEST
 from channels.commands import Place, command_spec
 from channels.message import (
     Attachment,
@@ -46,6 +48,7 @@ __all__ = [
     "STOP_ACTION",
     "BotIdentity",
     "button_value",
+    "home_request",
     "is_for_bot",
     "parse_button_value",
     "parse_vote_value",
@@ -274,6 +277,27 @@ def _vote(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
             message_id=answer_ts,
             interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
         ),
+    )
+
+
+def home_request(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """`app_home_opened` on the Home tab, as a request for that person's home page."""
+    event = body.get("event") or {}
+    user, channel = str(event.get("user") or ""), str(event.get("channel") or "")
+    if event.get("type") != "app_home_opened" or event.get("tab") != "home" or not user:
+        return None
+    event_id = body.get("event_id")
+    return InboundMessage(
+        platform=Platform.SLACK,
+        workspace_id=str(body.get("team_id") or me.team_id),
+        chat_id=channel or user,
+        sender_id=user,
+        sender_name=user,
+        text="",
+        provider_message_id=f"home:{event.get('event_ts') or event_id}",
+        is_dm=True,
+        event_ids=(str(event_id),) if event_id else (),
+        native=NativeCommand(name=HOME_REQUEST, private=True, place=str(Place.DM)),
     )
 
 

@@ -51,11 +51,13 @@ METHOD_SCOPES: Mapping[str, tuple[str, ...]] = {
     "assistant.threads.setSuggestedPrompts": ("assistant:write",),
     "assistant.threads.setTitle": ("assistant:write",),
     "views.publish": (),  # the App Home tab
+    "agents.sessions.setStatus": ("chat:write",),  # an agent app's sessions (`sessions.py`)
 }
 """Bot scopes per Web API method, for the conversations served: public and private channels and
 DMs (`files:read` also covers downloading a file's `url_private` with the bot token)."""
 
 BOT_EVENTS = (
+    "agent_session_stopped",
     "app_home_opened",
     "app_mention",
     "assistant_thread_started",
@@ -64,6 +66,7 @@ BOT_EVENTS = (
     "message.im",
 )
 EVENT_SCOPES: Mapping[str, tuple[str, ...]] = {
+    "agent_session_stopped": ("assistant:write",),  # Slack's Stop on an agent session
     "app_home_opened": (),  # the App Home tab, and the agent view's messages tab
     "assistant_thread_started": ("assistant:write",),
     "app_mention": ("app_mentions:read",),
@@ -84,6 +87,7 @@ USED_METHODS = (
     "chat.stopStream",
     "reactions.add",
     "users.info",
+    "agents.sessions.setStatus",
     "assistant.threads.setStatus",
     "assistant.threads.setSuggestedPrompts",
     "assistant.threads.setTitle",

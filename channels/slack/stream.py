@@ -90,7 +90,9 @@ class SlackStream:
         refusals: Refusals,
         recipient_id: str | None = None,
         working: Callable[[ReplyTarget, str], Awaitable[bool]] | None = None,
+        settled: Callable[[ReplyTarget], Awaitable[None]] | None = None,
     ) -> None:
+        self._settled = settled  # the agent session goes back to `active` with the reply
         self._working = working  # the assistant thread's status line (`slack/assistant.py`)
         self._client = client
         self._api = api
@@ -134,6 +136,18 @@ class SlackStream:
             await self._working(self._target, line)
 
     async def finish(self, chunks: Sequence[Chunk]) -> SentRef:
+        sent = await self._finish(chunks)
+        if self._settled is not None:
+            await self._settled(self._target)
+        return sent
+
+    async def cancel(self, note: str | None = None) -> SentRef | None:
+        kept = await self._cancel(note)
+        if note is not None and self._settled is not None:
+            await self._settled(self._target)
+        return kept
+
+    async def _finish(self, chunks: Sequence[Chunk]) -> SentRef:
         await self._throttle.settle()
         if self._edits is not None:
             return await self._edits.finish(chunks)
@@ -165,7 +179,7 @@ class SlackStream:
         ids += [await self._post_chunk(chunk) for chunk in chunks[1:]]
         return SentRef(self._target.chat_id, tuple(ids))
 
-    async def cancel(self, note: str | None = None) -> SentRef | None:
+    async def _cancel(self, note: str | None) -> SentRef | None:
         await self._throttle.settle(pace=note is not None)
         if self._edits is not None:
             return await self._edits.cancel(note)

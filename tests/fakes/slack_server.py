@@ -101,6 +101,11 @@ class FakeSlack:
     status_history: list[tuple[str, str, str]] = field(default_factory=list)
     titles: dict[tuple[str, str], str] = field(default_factory=dict)
     homes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # an app declared as an agent: agent sessions per thread (status, title) and every status set;
+    # an app that is not one is refused agents.sessions.* (as Slack does)
+    agent_app: bool = False
+    sessions: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    session_history: list[tuple[str, str, str]] = field(default_factory=list)
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed files_upload_v2
     _upload_urls: dict[str, str] = field(default_factory=dict)  # upload file id -> filename
     _uploaded: dict[str, bytes] = field(default_factory=dict)
@@ -683,6 +688,31 @@ class FakeSlack:
         if params.get("thread_ts") and self._assistant_thread(params) is None:
             return {"ok": False, "error": "invalid_thread_ts"}
         return {"ok": True}
+
+    def _m_agents_sessions_setStatus(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.agent_app:
+            return {"ok": False, "error": "not_allowed_token_type"}
+        status = str(params.get("status") or "")
+        if status not in ("active", "processing", "suspended", "closed"):
+            return {"ok": False, "error": "invalid_status"}
+        key = (str(params.get("channel_id") or ""), str(params.get("thread_ts") or ""))
+        if not key[0] or not key[1]:
+            return {"ok": False, "error": "invalid_arguments"}
+        session = self.sessions.setdefault(key, {"title": str(params.get("title") or "")})
+        session["status"] = status
+        self.session_history.append((*key, status))
+        return {"ok": True, "status": status, "title": session["title"]}
+
+    def session_stopped(self, user_id: str, channel: str, thread_ts: str) -> dict[str, Any]:
+        """The user pressed Slack's Stop on a processing session: `agent_session_stopped`."""
+        return {
+            "type": "agent_session_stopped",
+            "user": user_id,
+            "channel": channel,
+            "thread_ts": thread_ts,
+            "streaming_message_ts": [],
+            "event_ts": self.next_ts(),
+        }
 
     def _m_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
         view = params.get("view")

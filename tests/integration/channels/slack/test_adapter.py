@@ -314,7 +314,7 @@ async def test_signed_block_action_form_post_is_delivered(
     [
         {"type": "reaction_added", "user": "U1", "reaction": "tada", "item": {"type": "message"}},
         {"type": "member_joined_channel", "user": "U1", "channel": "C1"},
-        {"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "home"},
+        {"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "about"},
     ],
     ids=["reaction_added", "member_joined_channel", "app_home_opened"],
 )

@@ -5,6 +5,9 @@ it with the reply, and the thread is titled once, from its first message."""
 
 from __future__ import annotations
 
+import redis.asyncio as aioredis
+
+from storage import Keys, UsageLedger
 from tests.integration.channels.slack.test_e2e import StackFactory, dm, make_stack, new_ts
 from tests.support import wait_until
 
@@ -68,3 +71,29 @@ async def test_outside_assistant_threads_the_eyes_reaction_stays(make_stack: Sta
     await s.settle(1)
     assert [c.params["name"] for c in s.fake.calls_to("reactions.add")] == ["eyes"]
     assert s.fake.status_history == [] and s.fake.titles == {}
+
+    opened = s.fake.open_assistant_thread("U1")  # the same DM: its assistant threads still work
+    await s.say(opened)
+    inside = dm("echo there", ts=new_ts())
+    inside["thread_ts"] = opened["assistant_thread"]["thread_ts"]
+    await s.say(inside)
+    await s.settle(2)
+    assert [h[2] for h in s.fake.status_history] == ["is thinking…"]
+    assert len(s.fake.calls_to("reactions.add")) == 1
+
+
+async def test_the_home_tab_shows_the_users_link_state_usage_and_the_commands(
+    make_stack: StackFactory, redis: aioredis.Redis, keys: Keys
+) -> None:
+    s = await make_stack(budget_daily_usd=2.0, access="linked")
+    await UsageLedger(redis, keys=keys).record("slack", "U1", "run-1", 500_000)  # $0.50 of $2
+    await s.say({"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "home"})
+    await wait_until(lambda: "U1" in s.fake.homes)
+    view = s.fake.homes["U1"]
+    text = "\n".join(
+        str(b.get("text", {}).get("text", "")) for b in view["blocks"] if b.get("text")
+    )
+    assert "25.0% of your daily limit used" in text
+    assert "Not linked yet" in text and "/switchboard link" in text
+    assert "/switchboard stop" in text and "/switchboard usage" in text
+    assert s.fake.calls_to("chat.postMessage") == []  # the home is not a message

@@ -68,7 +68,13 @@ def test_every_web_api_call_in_the_adapter_is_listed_with_its_scopes() -> None:
 def test_events_the_adapter_listens_to_are_subscribed_with_their_scopes() -> None:
     adapter = (SLACK_PACKAGE / "adapter.py").read_text(encoding="utf-8")
     listened = set(re.findall(r'self\._app\.event\("([a-z_]+)"\)', adapter))
-    assert listened == {"app_mention", "message", "assistant_thread_started", "app_home_opened"}
+    assert listened == {
+        "app_mention",
+        "message",
+        "assistant_thread_started",
+        "app_home_opened",
+        "agent_session_stopped",
+    }
     assert {"app_mention", "assistant_thread_started", "app_home_opened"} <= set(BOT_EVENTS)
     assert {"message.im", "message.channels", "message.groups"} <= set(BOT_EVENTS)
     for event in BOT_EVENTS:
