@@ -6,6 +6,7 @@ variable the operator actually sets.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -29,6 +30,27 @@ __all__ = ["Settings", "load_settings"]
 
 def _env(name: str) -> AliasChoices:
     return AliasChoices(name, name.lower())
+
+
+def parse_prompts(raw: str) -> tuple[tuple[str, str], ...]:
+    """`SWITCHBOARD_SLACK_PROMPTS` as (title, message) pairs; ValueError saying what is wrong."""
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        raise ValueError('must be a JSON list of {"title": …, "message": …}') from None
+    if not isinstance(items, list) or not 1 <= len(items) <= 4:
+        raise ValueError('must be a JSON list of 1 to 4 {"title": …, "message": …}')
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError('each prompt must be {"title": …, "message": …}')
+        title, message = item.get("title"), item.get("message")
+        if not isinstance(title, str) or not isinstance(message, str):
+            raise ValueError('each prompt needs a "title" and a "message" (text)')
+        if not title.strip() or not message.strip() or len(title) > 75 or len(message) > 2000:
+            raise ValueError("a prompt's title is 1-75 characters and its message 1-2000")
+        pairs.append((title.strip(), message.strip()))
+    return tuple(pairs)
 
 
 class Settings(BaseSettings):
@@ -198,6 +220,8 @@ class Settings(BaseSettings):
     """The one Slack slash command (`/switchboard help|new|…`); the leading slash is optional."""
     command_prefix: str = Field("!", validation_alias=_env("SWITCHBOARD_COMMAND_PREFIX"))
     """`!stop`: commands where a platform takes every `/word` (inside Slack threads)."""
+    slack_prompts: str = Field("", validation_alias=_env("SWITCHBOARD_SLACK_PROMPTS"))
+    """Slack's suggested prompts: a JSON list of up to 4 `{"title", "message"}`; empty = ours."""
 
     discord_bot_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_BOT_TOKEN"))
     discord_api_base: str = Field(
@@ -248,6 +272,18 @@ class Settings(BaseSettings):
                 "(the leading / is optional), e.g. /switchboard"
             )
         return name
+
+    @field_validator("slack_prompts")
+    @classmethod
+    def _prompts_list(cls, value: str) -> str:
+        if value.strip():
+            parse_prompts(value)
+        return value
+
+    @property
+    def slack_prompt_pairs(self) -> tuple[tuple[str, str], ...] | None:
+        """(title, message) of each suggested prompt; None = the built-in ones."""
+        return parse_prompts(self.slack_prompts) if self.slack_prompts.strip() else None
 
     @field_validator("command_prefix")
     @classmethod
