@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as redis
+import structlog
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from storage.failures import storage_error
@@ -52,6 +53,7 @@ __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "InboxSummary", "cons
 INBOX_MAX_LEN = 100_000  # unfinished entries; far beyond any burst a worker fleet drains
 GROUP = "workers"
 _FIELD = b"m"
+_log = structlog.get_logger(__name__)
 _RECLAIM_ROUNDS = 3  # pipelines per reclaim at most: shards with more to take get the rest
 
 _APPEND = """
@@ -140,6 +142,19 @@ class Inbox:
         for tag in self._tags:
             await self._ensure_group(tag)
         self._learn(await announce(self._r, self._keys, self.shards))
+        if self._min_replicas:
+            await self._check_replicas()
+
+    async def _check_replicas(self) -> None:
+        """Say at start when fewer replicas are connected than appends wait for: every append
+        would fail (and every platform redeliver) until they are."""
+        try:
+            info = await self._r.info("replication")
+        except RedisError:
+            return  # INFO may be denied (ACLs, proxies); the check is a courtesy
+        connected = int(info.get("connected_slaves", 0) or 0)
+        if connected < self._min_replicas:
+            _log.warning("inbox.replicas_missing", connected=connected, required=self._min_replicas)
 
     async def _ensure_group(self, tag: str) -> None:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from storage import Inbox, Keys, open_redis
 from switchboard.errors import TransientStorageError
@@ -59,6 +60,11 @@ async def test_the_client_follows_a_failover_to_the_promoted_replica(
 
         with pytest.raises(TransientStorageError, match="0 of 1 replicas"):
             await inbox.append(b"no replica left to confirm it")
+        with capture_logs() as logs:  # a process starting now says why its appends fail
+            await Inbox(client, keys=keys, min_replicas=1).ensure_group()
+        assert {"event": "inbox.replicas_missing", "connected": 0, "required": 1}.items() <= next(
+            e for e in logs if e["event"] == "inbox.replicas_missing"
+        ).items()
         await group.restart_old_primary()  # back as the new primary's replica
         await wait_until(lambda: _appends(inbox), timeout=30, interval=0.2)
 
