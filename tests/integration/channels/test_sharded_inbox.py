@@ -66,3 +66,30 @@ async def test_messages_left_in_the_old_layout_are_answered_after_the_shard_coun
     await worker.idle()
     assert sorted(s.text for s in adapter.sent) == sorted(f"You said: left in {c}" for c in chats)
     assert await redis.xlen(keys.inbox()) == 0
+
+
+async def test_a_quiet_shards_message_is_read_while_a_busy_shard_holds_a_backlog(
+    make_manager, keys: Keys
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.fakes.recording_adapter import RecordingAdapter
+
+    manager = await make_manager(inbox_shards=4, max_concurrent_turns=6)
+    adapter = RecordingAdapter(deliver=manager.deliver)
+    manager.register(adapter)
+    layout = Layout(4)
+    busy_tag = layout.tag_for("slack:B0")
+    busy = [c for c in (f"B{n}" for n in range(400)) if layout.tag_for(f"slack:{c}") == busy_tag]
+    quiet = next(
+        c for c in (f"Q{n}" for n in range(400)) if layout.tag_for(f"slack:{c}") != busy_tag
+    )
+    busy = busy[:8]
+
+    for chat in busy:  # 8 three-second turns in one shard: more than a worker of 6 slots runs
+        await manager.deliver(_dm(chat, "slow 3"))
+    await manager.deliver(_dm(quiet, "hello from the quiet shard"))
+
+    await wait_until(lambda: any(s.target.chat_id == quiet for s in adapter.sent), timeout=30)
+    answered_busy = sum(1 for s in adapter.sent if s.target.chat_id in busy)
+    assert answered_busy == 0  # one stream would read it only once busy turns had ended
+    await manager.idle(timeout=60)
+    assert sum(1 for s in adapter.sent if s.target.chat_id in busy) == len(busy)
