@@ -34,6 +34,7 @@ from agent import (
     spans_inline_when_untraced,
     tracing_from_env,
 )
+from agent.backends import AgentRegistry
 from channels import (
     AccessGate,
     Adapter,
@@ -43,12 +44,15 @@ from channels import (
     ReportsHealth,
 )
 from channels.adapter import ExclusiveReceiver
+from channels.bindings import BindingResolver, PlacePolicies, PolicyFor
 from channels.ownership import ConnectionOwner, FairShare, ShardedReceiver, exclusive_parts
 from channels.usage import Budget, UsageDesk
+from service.agent_routing import default_choice, load_configured_bindings, wire_bindings
 from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
     Accounts,
+    BindingsStore,
     ConsoleSessions,
     ContextRecords,
     Dedupe,
@@ -72,10 +76,12 @@ from storage import (
     maxmemory_policy,
     open_redis,
 )
+from switchboard.agent_choice import AgentChoice
 from switchboard.errors import ConfigError
 from switchboard.state import BusyMode
 
 if TYPE_CHECKING:
+    from service.bindings_sync import BindingsSync
     from service.console import ConsoleSources
 
 __all__ = [
@@ -83,6 +89,7 @@ __all__ = [
     "build_adapters",
     "build_core",
     "build_usage_desk",
+    "place_policies",
     "running_service",
 ]
 
@@ -111,6 +118,9 @@ class Core:
     mcp_file: McpConfigFile | None = None  # SWITCHBOARD_MCP_CONFIG, edited by the admin API
     owners: list[ConnectionOwner] = field(default_factory=list)
     redis_policy: str | None = "noeviction"  # read at start; None: CONFIG GET was denied
+    agents: AgentRegistry | None = None  # with bindings: one agent per configuration they name
+    bindings: BindingResolver | None = None  # with bindings: the rules in force
+    bindings_sync: BindingsSync | None = None  # with bindings: follows the fleet's rules
 
     def status(self) -> dict[str, object]:
         """For `/readyz`: this process's role and the exclusive connections it holds, and a
@@ -123,6 +133,9 @@ class Core:
             details["redis_maxmemory_policy"] = self.redis_policy or "unknown"
         if self.redis_policy not in (None, "noeviction"):
             details["warnings"] = [_EVICTION_WARNING.format(policy=self.redis_policy)]
+        problems = self.agents.problems() if self.agents is not None else {}
+        if problems:  # a binding's agent that cannot answer; the others still do
+            details["agents_unavailable"] = problems
         return details
 
 
@@ -134,6 +147,7 @@ def _secret(value: Any) -> str | None:
 async def build_core(
     settings: Settings, client: redis.Redis, *, start_intake: bool = True
 ) -> AsyncIterator[Core]:
+    bindings = load_configured_bindings(settings)  # a bad file stops start-up first
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
     stores = ManagerStores(
@@ -172,42 +186,47 @@ async def build_core(
     mcp_file = McpConfigFile(settings.mcp_config) if settings.mcp_config else None
     # Only processes that run turns read outbound files; an ingress never touches the directory.
     files_dir = prepare_files_dir(settings.data_dir) if settings.role != "ingress" else None
-    runtime = await build_agent_backend(
-        parse_agent_spec(settings.agent),
-        model=lambda: build_model(
-            settings.model,
-            openai_base_url=settings.openai_base_url,
-            openai_api_key=_secret(settings.openai_api_key),
-            anthropic_api_key=_secret(settings.anthropic_api_key),
-        ),
-        checkpointer=checkpointer,
-        warnings=PendingWarnings(client, keys=keys),
-        remote_threads=RemoteThreads(client, keys=keys, ttl_s=ttl_s),
-        system_prompt=settings.system_prompt,
-        assistant=settings.agent_assistant,
-        recursion_limit=settings.recursion_limit,
-        tracing=tracing,
-        clear_stale_warnings=False,  # ThreadQueue drops them with the thread lock
-        price=_price(settings),
-        mcp_config=mcp_file.read() if mcp_file is not None else None,
-        transcriber=build_transcriber(
-            settings.transcribe_model,
-            openai_base_url=settings.openai_base_url,
-            openai_api_key=_secret(settings.openai_api_key),
-        ),
-        files_dir=files_dir,
-        max_image_pixels=settings.max_image_pixels,
-        history_tokens=settings.history_tokens,
-        summary_model=functools.partial(
-            build_model,
-            settings.summary_model,
-            openai_base_url=settings.openai_base_url,
-            openai_api_key=_secret(settings.openai_api_key),
-            anthropic_api_key=_secret(settings.anthropic_api_key),
+
+    async def build_for(choice: AgentChoice) -> AgentBackend:
+        """The backend for one agent configuration (the default, or a binding's)."""
+        return await build_agent_backend(
+            parse_agent_spec(choice.agent),
+            model=lambda: build_model(
+                choice.model,
+                openai_base_url=settings.openai_base_url,
+                openai_api_key=_secret(settings.openai_api_key),
+                anthropic_api_key=_secret(settings.anthropic_api_key),
+            ),
+            checkpointer=checkpointer,
+            warnings=PendingWarnings(client, keys=keys),
+            remote_threads=RemoteThreads(client, keys=keys, ttl_s=ttl_s),
+            system_prompt=choice.system_prompt,
+            assistant=choice.assistant,
+            recursion_limit=settings.recursion_limit,
+            tracing=tracing,
+            clear_stale_warnings=False,  # ThreadQueue drops them with the thread lock
+            price=_price(settings),
+            mcp_config=mcp_file.read() if mcp_file is not None else None,
+            transcriber=build_transcriber(
+                settings.transcribe_model,
+                openai_base_url=settings.openai_base_url,
+                openai_api_key=_secret(settings.openai_api_key),
+            ),
+            files_dir=files_dir,
+            max_image_pixels=settings.max_image_pixels,
+            history_tokens=settings.history_tokens,
+            summary_model=functools.partial(
+                build_model,
+                settings.summary_model,
+                openai_base_url=settings.openai_base_url,
+                openai_api_key=_secret(settings.openai_api_key),
+                anthropic_api_key=_secret(settings.anthropic_api_key),
+            )
+            if settings.summary_model
+            else None,
         )
-        if settings.summary_model
-        else None,
-    )
+
+    runtime = await build_for(default_choice(settings))
     if settings.busy == "steer" and not runtime.steers:
         _log.warning(
             "agent.steer_unavailable",
@@ -219,17 +238,28 @@ async def build_core(
     votes_out = langsmith_votes(os.environ) if settings.feedback == "on" else None
     accounts = Accounts(client, keys=keys)
     links = Links(client, keys=keys)
+    agents, resolver, sync = None, None, None
+    if bindings is not None:
+        agents, resolver, sync = await wire_bindings(
+            bindings,
+            settings=settings,
+            default=runtime,
+            build=build_for,
+            links=links,
+            store=BindingsStore(client, keys=keys),
+        )
     access = AccessGate(
         links=links, redis=client, keys=keys, mode=settings.access, public_url=settings.public_url
     )
     manager = Manager(
-        runtime=runtime,
+        runtime=agents or runtime,
         stores=stores,
         access=access,
         config=ManagerConfig(
             busy=BusyMode(settings.busy),
             collect_s=settings.collect_ms / 1000,
             model_name=settings.model,
+            agent=default_choice(settings),
             max_input_chars=settings.max_input_chars,
             max_concurrent_turns=settings.max_concurrent_turns,
             sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
@@ -246,10 +276,12 @@ async def build_core(
         ),
         usage=usage,
         on_vote=votes_out,
+        bindings=resolver,
     )
     core = Core(
         settings, client, keys, runtime, manager, accounts, links, usage=usage, mcp_file=mcp_file
     )
+    core.agents, core.bindings, core.bindings_sync = agents, resolver, sync
     if settings.role == "ingress":
         await stores.inbox.ensure_group()  # announces its shard count: workers drain it
     if start_intake and settings.role != "ingress":
@@ -258,6 +290,10 @@ async def build_core(
         yield core
     finally:
         await manager.aclose()
+        if sync is not None:
+            await sync.aclose()
+        if agents is not None:
+            await agents.aclose()
         await runtime.aclose()
         if votes_out is not None:
             await votes_out.aclose()
@@ -280,11 +316,24 @@ def build_usage_desk(settings: Settings, client: redis.Redis, keys: Keys) -> Usa
     return UsageDesk(ledger=UsageLedger(client, keys=keys), budget=budget)
 
 
+def _slack_prompts(settings: Settings) -> dict[str, Any]:
+    """`SWITCHBOARD_SLACK_PROMPTS` for the Slack adapter, when set (else its own prompts)."""
+    from channels.slack.assistant import Prompt
+
+    pairs = settings.slack_prompt_pairs
+    return {} if pairs is None else {"prompts": tuple(Prompt(t, m) for t, m in pairs)}
+
+
 def build_adapters(
-    settings: Settings, manager: Manager, *, client: redis.Redis | None = None
+    settings: Settings,
+    manager: Manager,
+    *,
+    client: redis.Redis | None = None,
+    policy: PolicyFor | None = None,
 ) -> list[Adapter]:
     """One adapter per platform whose token is set; imports stay lazy so unused SDKs cost nothing.
-    With `client`, each platform's send limits are counted by the whole fleet in Redis."""
+    With `client`, each platform's send limits are counted by the whole fleet in Redis; with
+    `policy` (bindings), places may answer without a mention or take other bots' messages."""
     adapters: list[Adapter] = []
     if settings.telegram_enabled:
         from channels.pacing import SharedTelegramPacer
@@ -305,6 +354,7 @@ def build_adapters(
                 ),
                 observe=settings.telegram_observe > 0,
                 votes=settings.feedback == "on",
+                policy=policy,
             )
         )
     if settings.slack_enabled:
@@ -321,6 +371,7 @@ def build_adapters(
                 api_base=settings.slack_api_base,
                 command=settings.slack_command,
                 pacer=_shared_pacer(settings, client, SharedPacer, f"slack:{_digest(slack_token)}"),
+                **_slack_prompts(settings),
             )
         )
     if settings.discord_enabled:
@@ -336,6 +387,7 @@ def build_adapters(
                 gateway_url=settings.discord_gateway_url,
                 shards=settings.discord_shards,
                 command_guilds=settings.discord_command_guild_ids,
+                policy=policy,
                 pacer=_shared_pacer(
                     settings, client, SharedPacer, f"discord:{_digest(discord_token)}"
                 ),
@@ -396,7 +448,11 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         # answer it (one for a platform not served here is left for a process that serves it).
         core = await stack.enter_async_context(build_core(settings, client, start_intake=False))
         core.redis_policy = await _check_eviction(client)
-        core.adapters = build_adapters(settings, core.manager, client=client)
+        if core.bindings_sync is not None:
+            _reload_on_hangup(stack, core.bindings_sync)
+        core.adapters = build_adapters(
+            settings, core.manager, client=client, policy=place_policies(core)
+        )
         if http and not core.adapters:
             _log.warning(
                 "service.no_channels",
@@ -453,6 +509,35 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         yield core
 
 
+def _reload_on_hangup(stack: contextlib.AsyncExitStack, sync: BindingsSync) -> None:
+    """`kill -HUP` re-reads the bindings file and hands valid rules to the whole fleet."""
+    loop = asyncio.get_running_loop()
+    pending: set[asyncio.Task[None]] = set()
+
+    async def reload() -> None:
+        try:
+            await sync.reload_file()
+        except Exception as exc:  # a signal has no caller to tell: log it
+            _log.error("bindings.reload_failed", error=str(exc))
+
+    def hangup() -> None:
+        task = loop.create_task(reload(), name="bindings-reload")
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, hangup)
+    except (NotImplementedError, RuntimeError, AttributeError):  # Windows, or not the main thread
+        return
+    stack.callback(loop.remove_signal_handler, signal.SIGHUP)
+
+
+def place_policies(core: Core) -> PolicyFor | None:
+    """With bindings, what adapters ask on arrival (the rules in force, reloads included)."""
+    resolver = core.bindings
+    return PlacePolicies(lambda: resolver.bindings) if resolver is not None else None
+
+
 async def _check_eviction(client: redis.Redis) -> str | None:
     """`maxmemory-policy` at start; anything but noeviction is logged as a warning."""
     policy = await maxmemory_policy(client)
@@ -505,6 +590,7 @@ async def _start_http(
         mcp_agent=core.runtime if isinstance(core.runtime, BuiltinAgent) else None,
         console=_console_sources(core),
         feedback=FeedbackStore(core.redis, keys=core.keys),
+        bindings=core.bindings_sync,
     )
     config = uvicorn.Config(
         app,

@@ -16,12 +16,14 @@ import redis.asyncio as aioredis
 from channels.discord import DiscordAdapter
 from channels.message import InboundMessage, Platform
 from channels.slack import SlackAdapter
-from service.app import Core, build_core
+from service.app import Core, build_adapters, build_core, place_policies
 from service.settings import Settings
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 from tests.fakes.recording_adapter import RecordingAdapter
 from tests.fakes.slack_server import FakeSlack
+from tests.fakes.telegram_server import TOKEN as TELEGRAM_TOKEN
+from tests.fakes.telegram_server import FakeTelegram
 from tests.support import wait_until
 
 _ts = itertools.count(1)
@@ -212,3 +214,137 @@ async def test_without_bindings_the_manager_runs_the_default_agent_directly(
     async with build_core(settings, redis) as core:
         assert core.agents is None and core.bindings is None
         assert "agents_unavailable" not in core.status()
+
+
+async def test_a_telegram_group_bound_without_mentions_answers_each_person_in_their_own_session(
+    make_core: CoreFactory,
+) -> None:
+    fake = FakeTelegram()
+    await fake.start()
+    core = await make_core(
+        "- platform: telegram\n  workspace: '-1001'\n  require_mention: false\n"
+        "  sessions: per_user\n",
+        telegram_bot_token=TELEGRAM_TOKEN,
+        telegram_api_base=fake.base_url,
+    )
+    [adapter] = build_adapters(core.settings, core.manager, policy=place_policies(core))
+    await adapter.start()
+    ann, bob = FakeTelegram.user(7, "Ann"), FakeTelegram.user(8, "Bob")
+    open_group, other_group = fake.group(-1001), fake.group(-1002)
+    try:
+        fake.say(open_group, ann, "remember pineapples")
+        await wait_until(lambda: len(fake.bot_texts(-1001)) >= 1)
+        fake.say(open_group, bob, "remember mangoes")
+        await wait_until(lambda: len(fake.bot_texts(-1001)) >= 2)
+        fake.say(open_group, ann, "recall")
+        await wait_until(lambda: len(fake.bot_texts(-1001)) >= 3)
+        fake.say(open_group, bob, "recall")
+        await wait_until(lambda: len(fake.bot_texts(-1001)) >= 4)
+        fake.say(other_group, ann, "hello there")  # no binding: a mention is still needed
+        marker = fake.dm(ann)
+        fake.say(marker, ann, "ping")
+        await wait_until(lambda: len(fake.bot_texts(marker["id"])) >= 1)
+        await core.manager.idle()
+        texts, others = fake.bot_texts(-1001), fake.bot_texts(-1002)
+    finally:
+        await adapter.stop()
+        await fake.stop()
+    assert texts == [
+        "You said: remember pineapples",
+        "You said: remember mangoes",
+        "You first said: remember pineapples",
+        "You first said: remember mangoes",
+    ]
+    assert others == []
+
+
+async def test_allow_bots_mentions_answers_another_bot_only_when_it_mentions_ours(
+    make_core: CoreFactory,
+) -> None:
+    fake = await FakeDiscord().start()
+    core = await make_core(
+        "- platform: discord\n  allow_bots: mentions\n",
+        discord_bot_token=fake.token,
+        discord_api_base=fake.api_base,
+    )
+    seen: list[InboundMessage] = []
+
+    async def relay(msg: InboundMessage) -> None:
+        await core.manager.deliver(msg)
+        seen.append(msg)
+
+    adapter = DiscordAdapter(
+        token=fake.token,
+        deliver=relay,
+        api_base=fake.api_base,
+        guild_ready_timeout=0.05,
+        policy=place_policies(core),
+    )
+    core.manager.register(adapter)
+    await adapter.start()
+    try:
+        bot = fake.bot["id"]
+        unmentioned = await fake.user_message("deploy finished", author=fake.other_bot)
+        mentioned = await fake.user_message(f"<@{bot}> summarise the deploy", author=fake.other_bot)
+        marker = await fake.user_message("hi", dm=True)
+        await wait_until(lambda: len(seen) >= 2)
+        await core.manager.idle()
+        ids = [m.provider_message_id for m in seen]
+        answered = [m["content"] for m in fake.bot_messages(mentioned["id"])]
+    finally:
+        await adapter.stop()
+        await fake.close()
+    assert sorted(ids) == sorted([mentioned["id"], marker["id"]])
+    assert unmentioned["id"] not in fake.threads
+    assert answered == ["You said: summarise the deploy"]
+
+
+async def test_a_bindings_busy_mode_replaces_the_default_for_its_conversations_only(
+    make_core: CoreFactory,
+) -> None:
+    core = await make_core(
+        "- platform: slack\n  user: U2\n  busy: reject\n", rate_limit_per_minute=1000
+    )
+    adapter = RecordingAdapter(deliver=core.manager.deliver)
+    core.manager.register(adapter)
+    await core.manager.deliver(_dm("slow 1", user="U2", chat="DA"))  # the demo model waits 1 s
+    await core.manager.deliver(_dm("slow 1", user="U1", chat="DB"))
+    await wait_until(lambda: adapter.typing_count == 2)
+    await core.manager.deliver(_dm("echo late in A", user="U2", chat="DA"))
+    await core.manager.deliver(_dm("echo late in B", user="U1", chat="DB"))
+    await core.manager.idle()
+    await core.manager.deliver(_dm("/status", user="U2", chat="DA"))
+    await core.manager.idle()
+    by_chat = {c: [s.text for s in adapter.sent if s.target.chat_id == c] for c in ("DA", "DB")}
+    busy = "I'm still working on the previous message here; please resend in a moment."
+    assert sorted(by_chat["DA"][:2]) == sorted(["Done after 1 s.", busy])
+    assert "Busy mode: reject (this place's binding)" in by_chat["DA"][2]
+    assert by_chat["DB"] == ["Done after 1 s.", "late in B"]
+
+
+async def test_a_bindings_streaming_off_sends_its_conversations_whole_while_others_stream(
+    make_core: CoreFactory,
+) -> None:
+    fake = FakeTelegram()
+    await fake.start()
+    core = await make_core(
+        "- platform: telegram\n  user: '7'\n  streaming: off\n",
+        streaming="on",
+        telegram_bot_token=TELEGRAM_TOKEN,
+        telegram_api_base=fake.base_url,
+    )
+    [adapter] = build_adapters(core.settings, core.manager, policy=place_policies(core))
+    await adapter.start()
+    ann, bob = FakeTelegram.user(7, "Ann"), FakeTelegram.user(8, "Bob")
+    words = " ".join(f"w{i}" for i in range(1, 26))  # `drip 25`: about 2.5 s of writing
+    try:
+        fake.say(fake.dm(ann), ann, "drip 25")
+        fake.say(fake.dm(bob), bob, "drip 25")
+        await wait_until(lambda: fake.bot_texts(7) and fake.bot_texts(8), timeout=30)
+        await core.manager.idle()
+    finally:
+        await adapter.stop()
+        await fake.stop()
+    drafted = {str(c["chat_id"]) for c in fake.calls_to("sendMessageDraft")}
+    assert drafted == {"8"}
+    assert fake.bot_texts(7) == [words] and fake.bot_texts(8) == [words]
