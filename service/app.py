@@ -372,6 +372,7 @@ def build_adapters(
                 command=settings.slack_command,
                 pacer=_shared_pacer(settings, client, SharedPacer, f"slack:{_digest(slack_token)}"),
                 **_slack_prompts(settings),
+                policy=policy,
             )
         )
     if settings.discord_enabled:

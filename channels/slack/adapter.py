@@ -59,6 +59,7 @@ from channels.adapter import (
     ReplyStream,
     SentRef,
 )
+from channels.bindings import PolicyFor
 from channels.commands import DEFAULT_SLACK_COMMAND
 from channels.message import Attachment, InboundMessage, NativeCommand, Platform, ReplyTarget
 from channels.names import Names
@@ -145,6 +146,7 @@ class SlackAdapter:
         read_timeout_s: float = _READ_TIMEOUT_S,
         command: str = DEFAULT_SLACK_COMMAND,
         prompts: Sequence[Prompt] = DEFAULT_PROMPTS,
+        policy: PolicyFor | None = None,
     ) -> None:
         if not bot_token:
             raise ConfigError("SLACK_BOT_TOKEN is empty")
@@ -192,6 +194,7 @@ class SlackAdapter:
         self._app.action(FEEDBACK_ACTION)(self._on_action)
         self._app.action(STOP_ACTION)(self._on_stop)
         self._command = "/" + command.lstrip("/")
+        self._policy = policy  # bindings: channels that answer without a mention
         self._app.command(self._command)(self._on_command)
         # Bolt answers 404 (Events API) or never acks (Socket Mode) what no listener matches, so
         # Slack retries, shows the user an error and may disable the subscription. These
@@ -270,7 +273,7 @@ class SlackAdapter:
         return await self._http.handle(request)
 
     async def _on_event(self, body: dict[str, Any]) -> None:
-        msg = to_inbound(body, await self._identity())
+        msg = to_inbound(body, await self._identity(), policy=self._policy)
         if msg is None:
             return
         structlog.contextvars.bind_contextvars(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.adapter import HOME_REQUEST
+from channels.bindings import PolicyFor, Subject
 from channels.commands import Place, command_spec
 from channels.message import (
     Attachment,
@@ -109,10 +110,11 @@ def parse_vote_value(raw: str) -> tuple[str, str] | None:
     return value, run_id
 
 
-def is_for_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
+def is_for_bot(event: Mapping[str, Any], me: BotIdentity, *, open_place: bool = False) -> bool:
     """Whether a Slack event (the inner `event` object) is a person talking to, or possibly
     near, the bot. Thread replies without a mention pass: only the manager knows (from Redis)
-    whether the bot is in that thread."""
+    whether the bot is in that thread. In an `open_place` (a channel whose binding says
+    `require_mention: false`) every person's message passes."""
     kind = event.get("type")
     if kind not in ("app_mention", "message"):
         return False
@@ -128,16 +130,30 @@ def is_for_bot(event: Mapping[str, Any], me: BotIdentity) -> bool:
     if _mentions(str(event.get("text") or ""), me.user_id):
         return True
     thread_ts = event.get("thread_ts")
-    return bool(thread_ts) and thread_ts != event.get("ts")
+    return (bool(thread_ts) and thread_ts != event.get("ts")) or open_place
 
 
-def to_inbound(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+def _open_place(body: Mapping[str, Any], event: Mapping[str, Any], policy: PolicyFor) -> bool:
+    """A channel message in a place that answers without a mention (bindings)."""
+    if event.get("channel_type") not in ("channel", "group"):
+        return False
+    team = str(body.get("team_id") or event.get("team") or "")
+    channel, user = str(event.get("channel") or ""), str(event.get("user") or "")
+    return not policy(Subject("slack", team, channel, user)).require_mention
+
+
+def to_inbound(
+    body: Mapping[str, Any], me: BotIdentity, *, policy: PolicyFor | None = None
+) -> InboundMessage | None:
     """A whole request body (Events API `event_callback` or a `block_actions` payload) as the
     normalised message, or None when it is not for the bot."""
     if body.get("type") == "block_actions":
         return _button_press(body, me) or _vote(body, me)
     event = body.get("event")
-    if not isinstance(event, Mapping) or not is_for_bot(event, me):
+    if not isinstance(event, Mapping):
+        return None
+    open_place = policy is not None and _open_place(body, event, policy)
+    if not is_for_bot(event, me, open_place=open_place):
         return None
     channel, ts = str(event["channel"]), str(event["ts"])
     raw_text = str(event.get("text") or "")
@@ -157,6 +173,7 @@ def to_inbound(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | Non
         thread_anchor=thread_ts if is_dm else (thread_ts or ts),
         attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
         event_ids=(str(event_id),) if event_id else (),
+        open_place=open_place,
         raw=body,
     )
 

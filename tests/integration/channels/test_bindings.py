@@ -348,3 +348,37 @@ async def test_a_bindings_streaming_off_sends_its_conversations_whole_while_othe
     drafted = {str(c["chat_id"]) for c in fake.calls_to("sendMessageDraft")}
     assert drafted == {"8"}
     assert fake.bot_texts(7) == [words] and fake.bot_texts(8) == [words]
+
+
+async def test_a_slack_channel_bound_without_mentions_answers_a_plain_message_in_a_thread(
+    make_core: CoreFactory,
+) -> None:
+    fake = FakeSlack()
+    await fake.start()
+    fake.add_user("U1", "alice")
+    core = await make_core(
+        "- platform: slack\n  channel: C7\n  require_mention: false\n",
+        slack_bot_token=fake.bot_token,
+        slack_app_token=fake.app_token,
+        slack_api_base=fake.api_base,
+    )
+    [adapter] = build_adapters(core.settings, core.manager, policy=place_policies(core))
+    await adapter.start()
+    try:
+        await wait_until(lambda: fake.socket_connected)
+        for channel in ("C1", "C7"):  # C1 has no binding: a mention is still needed there
+            ts = f"1690000000.{next(_ts):06d}"
+            event = _slack_mention(f"plain words in {channel}", channel=channel, ts=ts)
+            event.update(type="message", text=f"plain words in {channel}", channel_type="channel")
+            await fake.wait_ack(await fake.push_event(event))
+        await wait_until(lambda: fake.calls_to("chat.postMessage"))
+        await core.manager.idle()
+        replies = [
+            (c.params["channel"], c.params["text"]) for c in fake.calls_to("chat.postMessage")
+        ]
+        threaded = [c.params.get("thread_ts") for c in fake.calls_to("chat.postMessage")]
+    finally:
+        await adapter.stop()
+        await fake.stop()
+    assert replies == [("C7", "You said: plain words in C7")]
+    assert threaded[0] is not None
