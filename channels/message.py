@@ -141,6 +141,7 @@ class InboundMessage:
     vote: Vote | None = None  # a rating of an answer, not words for the agent
     sender_roles: tuple[str, ...] = ()  # the sender's Discord role ids (bindings match them)
     open_place: bool = False  # not addressed, but its place answers without (require_mention)
+    parent_id: str = ""  # Discord: the channel a thread belongs to (bindings match it as channel)
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -29,6 +29,7 @@ def subject_of(msg: InboundMessage, account: str | None = None) -> Subject:
         channel=msg.chat_id,
         user=msg.sender_id,
         roles=msg.sender_roles,
+        parent=msg.parent_id,
         account=account,
     )
 

@@ -52,6 +52,7 @@ class Subject:
     channel: str = ""
     user: str = ""
     roles: tuple[str, ...] = ()  # the sender's Discord role ids
+    parent: str = ""  # Discord: the channel a thread belongs to; `channel` rules match it too
     account: str | None = None  # the Switchboard account the place is linked to, if any
 
 
@@ -81,6 +82,9 @@ class Rule:
                     return False
             elif name == "account":
                 if subject.account != want:
+                    return False
+            elif name == "channel":
+                if want not in (subject.channel, subject.parent):
                     return False
             elif getattr(subject, name) != want:
                 return False

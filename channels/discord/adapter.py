@@ -286,7 +286,7 @@ class DiscordAdapter:
         )
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped = False
-        self._threads: OrderedDict[str, bool] = OrderedDict()  # threads we created
+        self._threads: OrderedDict[str, str] = OrderedDict()  # threads we created -> parent
         self._thread_of: OrderedDict[str, asyncio.Task[str | None]] = OrderedDict()  # msg → thread
         self._read_timeout_s = read_timeout_s
         self._names = Names()
@@ -565,10 +565,20 @@ class DiscordAdapter:
                 "discord",
                 workspace=str(payload.get("guild_id") or ""),
                 channel=str(payload["channel_id"]),
+                parent=self._parent_of(str(payload["channel_id"])),
                 user=str((payload.get("author") or {}).get("id") or ""),
                 roles=tuple(str(r) for r in member.get("roles") or ()),
             )
         )
+
+    def _parent_of(self, channel_id: str) -> str:
+        """The channel a thread belongs to ("" for a channel that is no thread)."""
+        known = self._threads.get(channel_id)
+        if known:
+            return known
+        channel = self._channel(channel_id)
+        parent = getattr(channel, "parent_id", None) if isinstance(channel, discord.Thread) else None
+        return str(parent) if parent else ""
 
     def _is_bot_thread(self, channel_id: str) -> bool:
         if channel_id in self._threads:
@@ -590,12 +600,14 @@ class DiscordAdapter:
             _log.debug("message.skipped")
             return
         chat_id = None
+        parent = self._parent_of(channel_id) if payload.get("guild_id") else ""
         if payload.get("guild_id") and not ours:
             if isinstance(self._channel(channel_id), discord.Thread):
                 chat_id = channel_id  # a mention inside someone else's thread: answer there
             else:
                 chat_id = await self._thread_for(payload, me)
-        msg = to_inbound(payload, me, chat_id=chat_id)
+                parent = channel_id
+        msg = to_inbound(payload, me, chat_id=chat_id, parent_id=parent)
         _log.info("message.received", dm=msg.is_dm, thread=chat_id)
         # The gateway cannot be asked to resend: keep trying until the inbox takes it.
         await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
@@ -626,7 +638,7 @@ class DiscordAdapter:
             _log.info("discord.thread_reused", thread=thread_id)
         else:
             _log.info("discord.thread_created", thread=thread_id)
-        _remember(self._threads, thread_id, True)
+        _remember(self._threads, thread_id, channel_id)
         return thread_id
 
     def _on_command_payload(self, payload: dict[str, Any]) -> None:

@@ -206,9 +206,10 @@ def to_context(
 
 
 def to_inbound(
-    payload: Mapping[str, Any], me: BotIdentity, *, chat_id: str | None = None
+    payload: Mapping[str, Any], me: BotIdentity, *, chat_id: str | None = None, parent_id: str = ""
 ) -> InboundMessage:
-    """The normalised message; `chat_id` overrides the channel (the thread made for a mention)."""
+    """The normalised message; `chat_id` overrides the channel (the thread made for a mention),
+    `parent_id` names the channel that thread belongs to."""
     guild_id = str(payload.get("guild_id") or "")
     author = payload.get("author") or {}
     reference = payload.get("message_reference") or {}
@@ -221,6 +222,7 @@ def to_inbound(
         sender_id=_author_id(payload),
         sender_name=_display_name(author, payload.get("member")),
         sender_roles=tuple(str(r) for r in (payload.get("member") or {}).get("roles") or ()),
+        parent_id=parent_id,
         text=strip_mention(payload.get("content") or "", me.id),
         provider_message_id=str(payload["id"]),
         is_dm=not guild_id,

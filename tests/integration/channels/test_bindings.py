@@ -382,3 +382,37 @@ async def test_a_slack_channel_bound_without_mentions_answers_a_plain_message_in
         await fake.stop()
     assert replies == [("C7", "You said: plain words in C7")]
     assert threaded[0] is not None
+
+
+async def test_a_discord_channel_binding_covers_the_threads_the_bot_opens_in_it(
+    make_core: CoreFactory,
+) -> None:
+    fake = await FakeDiscord().start()
+    core = await make_core(
+        f"- platform: discord\n  channel: '{fake.channel_id}'\n"
+        "  agent: python:examples.echo_graph:graph\n"
+    )
+    seen: list[InboundMessage] = []
+
+    async def relay(msg: InboundMessage) -> None:
+        await core.manager.deliver(msg)
+        seen.append(msg)
+
+    adapter = DiscordAdapter(
+        token=fake.token, deliver=relay, api_base=fake.api_base, guild_ready_timeout=0.05
+    )
+    core.manager.register(adapter)
+    await adapter.start()
+    try:
+        asked = await fake.user_message(f"<@{fake.bot['id']}> first question")
+        await wait_until(lambda: len(seen) >= 1)
+        await core.manager.idle()
+        await fake.user_message("a follow-up", channel_id=asked["id"])  # in the bot's thread
+        await wait_until(lambda: len(seen) >= 2)
+        await core.manager.idle()
+        replies = [m["content"] for m in fake.bot_messages(asked["id"])]
+    finally:
+        await adapter.stop()
+        await fake.close()
+    assert seen[1].chat_id == asked["id"] and seen[1].parent_id == fake.channel_id
+    assert replies == ["Echo graph heard: first question", "Echo graph heard: a follow-up"]
