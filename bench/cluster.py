@@ -112,14 +112,14 @@ class Cluster:
         data.mkdir(parents=True)
         args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", ""]
         cluster = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-        log = open(self.dir / f"{port}.log", "wb")  # noqa: SIM115 - lives with the node
-        self._procs.append(
-            subprocess.Popen(
-                [binary, *args, "--appendonly", "no", *cluster],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+        with open(self.dir / f"{port}.log", "wb") as log:  # the child keeps its own copy
+            self._procs.append(
+                subprocess.Popen(
+                    [binary, *args, "--appendonly", "no", *cluster],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             )
-        )
 
     def stop(self) -> None:
         for proc in self._procs:

@@ -93,8 +93,9 @@ def connect_sentinel(
             "socket_timeout": _SENTINEL_TIMEOUT_S,
         },
     )
-    return sentinel.master_for(  # type: ignore[no-any-return]
+    client: _SentinelClient = sentinel.master_for(
         spec.service,
+        redis_class=_SentinelClient,
         connection_pool_class=waiting,
         db=spec.db,
         username=spec.username,
@@ -108,3 +109,16 @@ def connect_sentinel(
         retry_on_error=[ConnectionError, TimeoutError],
         decode_responses=False,
     )
+    client.sentinel = sentinel
+    return client
+
+
+class _SentinelClient(redis.Redis):
+    """The primary's client; closing it closes the connections to the Sentinels too."""
+
+    sentinel: Sentinel | None = None
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        if self.sentinel is not None:
+            await self.sentinel.aclose()

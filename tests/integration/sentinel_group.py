@@ -48,8 +48,8 @@ class SentinelGroup:
         return f"redis+sentinel://{hosts}/{SERVICE}/0"
 
     def _spawn(self, port: int, args: list[str]) -> None:
-        log = open(self.dir / f"{port}.log", "wb")  # noqa: SIM115 - closed with the process
-        self._procs[port] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.dir / f"{port}.log", "wb") as log:  # the child keeps its own copy
+            self._procs[port] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 
     def _server(self, port: int, *extra: str) -> None:
         data = self.dir / str(port)
