@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 
@@ -17,6 +18,7 @@ from channels.discord import DiscordAdapter
 from channels.message import InboundMessage, Platform
 from channels.slack import SlackAdapter
 from service.app import Core, build_adapters, build_core, place_policies
+from service.http import build_http_app
 from service.settings import Settings
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
@@ -203,6 +205,22 @@ async def test_a_broken_agent_of_one_binding_fails_only_its_conversations_and_is
     assert broken.startswith("Sorry") and "(ref " in broken and "Traceback" not in broken
     assert fine == "You said: hello fine"
     assert "no_such_module" in str(core.status()["agents_unavailable"])
+
+    async def ready() -> bool:
+        return True
+
+    app = build_http_app(
+        settings=core.settings,
+        accounts=core.accounts,
+        links=core.links,
+        ready=ready,
+        status=core.status,
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://switchboard.test") as http:
+        readyz = await http.get("/readyz")
+    assert readyz.status_code == 200  # the other agents answer: the process is ready
+    assert list(readyz.json()["agents_unavailable"]) == ["python:no_such_module:graph"]
 
 
 async def test_without_bindings_the_manager_runs_the_default_agent_directly(
