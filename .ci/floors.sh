@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The dependency floors proven: install the lowest versions pyproject.toml allows for the
+# libraries whose APIs or internals Switchboard relies on (uv's lowest-direct resolution of
+# just those), on top of the locked environment, and run the tests that meet those libraries:
+# unit, agent (langgraph, langchain), storage (redis-py) and channels (the three SDKs).
+# Usage: .ci/floors.sh [venv]  (default .venv; the venv ends up on the floors)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${1:-.venv}
+FLOORED="aiogram pydantic discord.py redis slack-bolt slack-sdk langgraph langchain langchain-core"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+"$VENV/bin/python" - "$FLOORED" >"$WORK/floors.in" <<'PY'
+import re
+import sys
+import tomllib
+
+names = set(sys.argv[1].split())
+with open("pyproject.toml", "rb") as f:
+    deps = tomllib.load(f)["project"]["dependencies"]
+for dep in deps:
+    name = re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].strip()
+    if name in names:
+        print(dep.split(";")[0].strip())
+PY
+"$VENV/bin/uv" pip compile -q --resolution lowest-direct --python "$VENV/bin/python" \
+  "$WORK/floors.in" -o "$WORK/floors.txt"
+echo "=== dependency floors ==="
+grep -iE "^($(echo "$FLOORED" | tr ' ' '|' | sed 's/\./[.-]/g'))==" "$WORK/floors.txt"
+"$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -r "$WORK/floors.txt"
+"$VENV/bin/pytest" -q tests/unit tests/integration/agent tests/integration/storage \
+  tests/integration/channels
