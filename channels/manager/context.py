@@ -89,6 +89,10 @@ class TurnSession:
         """Bookkeeping a lost lock must not cut short (see `ThreadHold.protected`)."""
         return self.hold.protected() if self.hold is not None else contextlib.nullcontext()
 
+    def quiet(self) -> contextlib.AbstractContextManager[None]:
+        """Sending a recorded answer: the keeper beats rarely (see `ThreadHold.quiet`)."""
+        return self.hold.quiet() if self.hold is not None else contextlib.nullcontext()
+
     @property
     def lost(self) -> bool:
         return self.hold is not None and self.hold.lost

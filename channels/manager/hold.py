@@ -8,6 +8,11 @@ may wait as long as the platform makes it; once the lock is gone, the body is ca
 hold raises `LockLost` (the next holder resends from the reply ledger instead of re-running).
 The keeper also takes a `/stop` or an interrupt from any process and passes it to `on_stop`.
 
+The keeper beats often (every second at most) while a request to stop could still change
+something, and only every third of the TTL while the batch's answer is being sent (`quiet()`):
+a reply waiting minutes for Telegram's send budget costs a handful of extensions, not one a
+second per waiting thread.
+
 What records something that already happened (a sent piece's receipt, the batch recorded
 answered) runs `protected()`: a lost lock does not cancel it, since it stays true whoever holds
 the lock now; the caller checks `lost` afterwards.
@@ -47,7 +52,19 @@ class ThreadHold:
         self._protected = 0
         self._unprotected = asyncio.Event()
         self._unprotected.set()
+        self._quiet = False
+        self._woken = asyncio.Event()
         self.lost = False
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Beats as rarely as the lock allows: nothing a stop could cancel runs meanwhile."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
+            self._woken.set()  # back to frequent beats at once
 
     @contextlib.contextmanager
     def protected(self) -> Iterator[None]:
@@ -85,9 +102,14 @@ class ThreadHold:
         a beat is logged and the next beat tried too: a keeper that died would leave the body
         running on a lock nobody extends, unaware when it is lost."""
         lock = self._lock
-        interval = max(0.05, min(1.0, lock.ttl_s / 3))
+        often, rarely = max(0.05, min(1.0, lock.ttl_s / 3)), max(0.05, lock.ttl_s / 3)
         while True:
-            await asyncio.sleep(interval)
+            self._woken.clear()
+            if self._quiet:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._woken.wait(), rarely)
+            else:
+                await asyncio.sleep(often)
             try:
                 held, stop = await self._locks.keep(lock)
             except StorageError as exc:

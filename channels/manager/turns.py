@@ -342,9 +342,10 @@ class TurnScheduler:
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
                 raise LockLost
-        delivered = await self._delivery.deliver(
-            session, record, receipts, lambda sent: self._receipt(session, sent)
-        )
+        with session.quiet():  # the answer is recorded: a stop has nothing left to cancel
+            delivered = await self._delivery.deliver(
+                session, record, receipts, lambda sent: self._receipt(session, sent)
+            )
         session.answered = delivered
         return await self._finish(session, batch, record, delivered)
 
