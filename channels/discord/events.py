@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from channels.bindings import DEFAULT_POLICY, PlacePolicy
@@ -295,31 +295,42 @@ def parse_custom_id(custom_id: str) -> tuple[str, int] | None:
     return match["qid"], int(match["index"])
 
 
-def press_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
-    """A press on one of our question buttons, as a message from the presser; None otherwise."""
+def _component_custom_id(payload: Mapping[str, Any]) -> str | None:
+    """The custom id of a button press; None for any other interaction."""
     if payload.get("type") != _COMPONENT_INTERACTION:
         return None
-    parsed = parse_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
-    if parsed is None:
-        return None
+    return str((payload.get("data") or {}).get("custom_id", ""))
+
+
+def _from_presser(payload: Mapping[str, Any], *, text: str, message_id: str) -> InboundMessage:
+    """A button press as a message from the person who pressed it, in the press's channel."""
     member = payload.get("member")
     user = (member or {}).get("user") or payload.get("user") or {}
     guild_id = str(payload.get("guild_id") or "")
     channel_id = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
-    message = payload.get("message") or {}
     return InboundMessage(
         platform=Platform.DISCORD,
         workspace_id=guild_id,
         chat_id=str(channel_id),
         sender_id=str(user.get("id", "")),
         sender_name=_display_name(user, member),
-        text="",
-        provider_message_id=str(message.get("id") or payload["id"]),
+        text=text,
+        provider_message_id=message_id or str(payload["id"]),
         is_dm=not guild_id,
-        button=ButtonPress(
-            question_id=parsed[0], option_index=parsed[1], interaction_id=str(payload["id"])
-        ),
-        raw=dict(payload),
+    )
+
+
+def press_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
+    """A press on one of our question buttons, as a message from the presser; None otherwise."""
+    parsed = parse_custom_id(_component_custom_id(payload) or "")
+    if parsed is None:
+        return None
+    message_id = str((payload.get("message") or {}).get("id") or "")
+    button = ButtonPress(
+        question_id=parsed[0], option_index=parsed[1], interaction_id=str(payload["id"])
+    )
+    return replace(
+        _from_presser(payload, text="", message_id=message_id), button=button, raw=dict(payload)
     )
 
 
@@ -346,32 +357,14 @@ def is_our_button(custom_id: str) -> bool:
 
 def vote_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     """A press on the feedback buttons under one of our answers, as the presser's vote."""
-    if payload.get("type") != _COMPONENT_INTERACTION:
-        return None
-    parsed = parse_vote_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
+    parsed = parse_vote_custom_id(_component_custom_id(payload) or "")
     if parsed is None:
         return None
-    member = payload.get("member")
-    user = (member or {}).get("user") or payload.get("user") or {}
-    guild_id = str(payload.get("guild_id") or "")
-    channel_id = payload.get("channel_id") or (payload.get("channel") or {}).get("id")
     message_id = str((payload.get("message") or {}).get("id") or "")
-    return InboundMessage(
-        platform=Platform.DISCORD,
-        workspace_id=guild_id,
-        chat_id=str(channel_id),
-        sender_id=str(user.get("id", "")),
-        sender_name=_display_name(user, member),
-        text="",
-        provider_message_id=message_id or str(payload["id"]),
-        is_dm=not guild_id,
-        vote=Vote(
-            value=parsed[0],
-            run_id=parsed[1],
-            message_id=message_id,
-            interaction_id=str(payload["id"]),
-        ),
+    vote = Vote(
+        value=parsed[0], run_id=parsed[1], message_id=message_id, interaction_id=str(payload["id"])
     )
+    return replace(_from_presser(payload, text="", message_id=message_id), vote=vote)
 
 
 def stop_custom_id(asker_id: str) -> str:
@@ -387,30 +380,15 @@ def parse_stop_custom_id(custom_id: str) -> str | None:
 def stop_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     """A press on the Stop button under a reply being written, as the presser's `/stop` in that
     channel (answered through the press's interaction, like a slash command)."""
-    if payload.get("type") != _COMPONENT_INTERACTION:
+    if parse_stop_custom_id(_component_custom_id(payload) or "") is None:
         return None
-    if parse_stop_custom_id(str((payload.get("data") or {}).get("custom_id", ""))) is None:
-        return None
-    member = payload.get("member")
-    user = (member or {}).get("user") or payload.get("user") or {}
     guild_id = str(payload.get("guild_id") or "")
-    channel = payload.get("channel") or {}
-    channel_id = str(payload.get("channel_id") or channel.get("id"))
-    thread = channel.get("type") in _THREAD_TYPES
+    thread = (payload.get("channel") or {}).get("type") in _THREAD_TYPES
     place = Place.DM if not guild_id else Place.THREAD if thread else Place.GROUP
-    return InboundMessage(
-        platform=Platform.DISCORD,
-        workspace_id=guild_id,
-        chat_id=channel_id,
-        sender_id=str(user.get("id", "")),
-        sender_name=_display_name(user, member),
-        text="/stop",
-        provider_message_id=str(payload["id"]),
-        is_dm=not guild_id,
-        native=NativeCommand(
-            name="stop",
-            place=str(place),
-            application_id=str(payload.get("application_id") or ""),
-            token=str(payload.get("token") or ""),
-        ),
+    native = NativeCommand(
+        name="stop",
+        place=str(place),
+        application_id=str(payload.get("application_id") or ""),
+        token=str(payload.get("token") or ""),
     )
+    return replace(_from_presser(payload, text="/stop", message_id=""), native=native)
