@@ -26,8 +26,8 @@ Bots (including ourselves and Slackbot, `USLACKBOT`), edits, deletions and other
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from channels.adapter import HOME_REQUEST
@@ -213,88 +213,81 @@ def slash_to_inbound(
     )
 
 
-def _button_press(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
-    action = next(
+def _action(body: Mapping[str, Any], matches: Callable[[str], bool]) -> Mapping[str, Any] | None:
+    """The first of the payload's actions whose action id `matches`."""
+    return next(
         (
             a
             for a in body.get("actions") or ()
-            if isinstance(a, Mapping) and str(a.get("action_id", "")).startswith(BUTTON_PREFIX)
+            if isinstance(a, Mapping) and matches(str(a.get("action_id", "")))
         ),
         None,
     )
-    if action is None:
-        return None
-    parsed = parse_button_value(str(action.get("value") or action.get("action_id") or ""))
+
+
+def _from_presser(
+    body: Mapping[str, Any], me: BotIdentity, *, text: str = ""
+) -> InboundMessage | None:
+    """A press on a button under one of our messages, as a message from the presser replying to
+    that message; None when the payload lacks the presser, the channel or the message."""
     user = body.get("user") or {}
     container = body.get("container") or {}
     message = body.get("message") or {}
     channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-    question_ts = str(container.get("message_ts") or message.get("ts") or "")
-    if parsed is None or not user.get("id") or not channel or not question_ts:
+    pressed_ts = str(container.get("message_ts") or message.get("ts") or "")
+    if not user.get("id") or not channel or not pressed_ts:
         return None
-    question_id, index = parsed
     is_dm = channel.startswith("D")
     thread_ts = container.get("thread_ts") or message.get("thread_ts") or None
-    label = action.get("text") or {}
     return InboundMessage(
         platform=Platform.SLACK,
         workspace_id=str((body.get("team") or {}).get("id") or user.get("team_id") or me.team_id),
         chat_id=channel,
         sender_id=str(user["id"]),
         sender_name=str(user.get("name") or user.get("username") or user["id"]),
-        text=str(label.get("text") or "") if isinstance(label, Mapping) else "",
-        provider_message_id=question_ts,
+        text=text,
+        provider_message_id=pressed_ts,
         is_dm=is_dm,
-        thread_anchor=thread_ts if is_dm else (thread_ts or question_ts),
-        reply_to_id=question_ts,
-        reply_to_bot=True,
-        button=ButtonPress(
-            question_id=question_id,
-            option_index=index,
-            interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
-        ),
-        raw=body,
+        thread_anchor=thread_ts if is_dm else (thread_ts or pressed_ts),
+    )
+
+
+def _interaction_id(body: Mapping[str, Any], action: Mapping[str, Any]) -> str:
+    return str(action.get("action_ts") or body.get("trigger_id") or "")
+
+
+def _button_press(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    action = _action(body, lambda action_id: action_id.startswith(BUTTON_PREFIX))
+    if action is None:
+        return None
+    parsed = parse_button_value(str(action.get("value") or action.get("action_id") or ""))
+    label = action.get("text") or {}
+    text = str(label.get("text") or "") if isinstance(label, Mapping) else ""
+    msg = _from_presser(body, me, text=text)
+    if parsed is None or msg is None:
+        return None
+    button = ButtonPress(
+        question_id=parsed[0], option_index=parsed[1], interaction_id=_interaction_id(body, action)
+    )
+    return replace(
+        msg, reply_to_id=msg.provider_message_id, reply_to_bot=True, button=button, raw=body
     )
 
 
 def _vote(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
     """A press on the feedback buttons under one of our answers, as the presser's vote."""
-    action = next(
-        (
-            a
-            for a in body.get("actions") or ()
-            if isinstance(a, Mapping) and a.get("action_id") == FEEDBACK_ACTION
-        ),
-        None,
-    )
+    action = _action(body, lambda action_id: action_id == FEEDBACK_ACTION)
     parsed = parse_vote_value(str(action.get("value") or "")) if action is not None else None
-    user = body.get("user") or {}
-    container = body.get("container") or {}
-    message = body.get("message") or {}
-    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-    answer_ts = str(container.get("message_ts") or message.get("ts") or "")
-    if action is None or parsed is None or not user.get("id") or not channel or not answer_ts:
+    msg = _from_presser(body, me)
+    if action is None or parsed is None or msg is None:
         return None
-    value, run_id = parsed
-    is_dm = channel.startswith("D")
-    thread_ts = container.get("thread_ts") or message.get("thread_ts") or None
-    return InboundMessage(
-        platform=Platform.SLACK,
-        workspace_id=str((body.get("team") or {}).get("id") or user.get("team_id") or me.team_id),
-        chat_id=channel,
-        sender_id=str(user["id"]),
-        sender_name=str(user.get("name") or user.get("username") or user["id"]),
-        text="",
-        provider_message_id=answer_ts,
-        is_dm=is_dm,
-        thread_anchor=thread_ts if is_dm else (thread_ts or answer_ts),
-        vote=Vote(
-            value=value,
-            run_id=run_id,
-            message_id=answer_ts,
-            interaction_id=str(action.get("action_ts") or body.get("trigger_id") or ""),
-        ),
+    vote = Vote(
+        value=parsed[0],
+        run_id=parsed[1],
+        message_id=msg.provider_message_id,
+        interaction_id=_interaction_id(body, action),
     )
+    return replace(msg, vote=vote)
 
 
 def home_request(body: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
