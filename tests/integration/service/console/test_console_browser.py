@@ -8,19 +8,16 @@ change nothing."""
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-import structlog
 
 from service.app import Core, running_service
-from service.logging import configure_logging
 from service.settings import Settings
 from storage import Accounts, Keys, Links, UsageLedger
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
@@ -39,24 +36,8 @@ class Service:
 
 
 @pytest.fixture
-def served_logging() -> Iterator[None]:
-    """Logging as `switchboard serve` sets it up (plain tracebacks): structlog's development
-    default renders a traceback's locals with rich, which holds the event loop for seconds
-    (long enough for the poller's lease to lapse) whenever a turn fails."""
-    saved, root = structlog.get_config(), logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    configure_logging(level="INFO", fmt="console")
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
-        root.handlers[:] = handlers
-        root.setLevel(level)
-
-
-@pytest.fixture
 async def service(
-    redis_url: str, prefix: str, tmp_path: Path, served_logging: None
+    redis_url: str, prefix: str, tmp_path: Path
 ) -> AsyncIterator[Service]:
     telegram = FakeTelegram()
     await telegram.start()
