@@ -204,7 +204,9 @@ async def test_every_control_has_a_label_and_the_console_works_by_keyboard(
 ) -> None:
     url = service.url
     await page.goto(f"{url}/admin")
-    await page.keyboard.type(ADMIN_KEY)  # the key field has the focus
+    # the key field takes the focus by itself (autofocus), which may land just after `load`
+    await page.wait_for_function("document.activeElement?.id === 'admin_key'")
+    await page.keyboard.type(ADMIN_KEY)
     await page.keyboard.press("Enter")
     await page.wait_for_url(f"{url}/admin")
     await shots.take("keyboard-login")
