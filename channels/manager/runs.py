@@ -92,19 +92,14 @@ class AgentRuns:
         self._interrupted: set[str] = set()
         self._streams = StreamPolicy(config.stream_after_s)
 
-    def stop_local(self, thread_id: str) -> bool:
+    def stop_local(self, thread_id: str, *, interrupt: bool = False) -> bool:
+        """Cancel the thread's run in this process; True if one was running. `interrupt`: for a
+        new message, whose batch is then answered instead of saying "Stopped."."""
         turn = self._running.get(thread_id)
         if turn is None or turn.done():
             return False
-        turn.cancel()
-        return True
-
-    def interrupt_local(self, thread_id: str) -> bool:
-        """Cancel the thread's run in this process for a new message; True if one was running."""
-        turn = self._running.get(thread_id)
-        if turn is None or turn.done():
-            return False
-        self._interrupted.add(thread_id)
+        if interrupt:
+            self._interrupted.add(thread_id)
         turn.cancel()
         return True
 

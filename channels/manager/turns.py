@@ -208,7 +208,7 @@ class TurnScheduler:
 
     async def _interrupt(self, thread_id: str) -> None:
         """Cancel the thread's running run: here at once, in another worker at its next beat."""
-        if not self._runs.interrupt_local(thread_id):
+        if not self._runs.stop_local(thread_id, interrupt=True):
             await self._s.locks.request_stop(thread_id, interrupt=True)
 
     async def _collect(self, session: TurnSession) -> Slot:
@@ -220,10 +220,7 @@ class TurnScheduler:
         return slot
 
     def _on_stop(self, session: TurnSession, request: StopRequest) -> None:
-        if request is StopRequest.INTERRUPT:
-            self._runs.interrupt_local(session.thread_id)
-        else:
-            self._runs.stop_local(session.thread_id)
+        self._runs.stop_local(session.thread_id, interrupt=request is StopRequest.INTERRUPT)
 
     async def _hold(self, session: TurnSession, slot: Slot, *, collect: bool = False) -> bool:
         """Answer batches until the queue is empty, under one keeper. The one failure boundary
