@@ -162,7 +162,8 @@ async def test_queue_reject_in_one_conversation_leaves_another_on_the_default(
     await manager.idle()
     status = [s.text for s in adapter.sent if s.target.chat_id == "DB"][-1]
     assert "Busy mode: steer (the default)" in status
-    assert adapter.texts()[-1].startswith("Busy mode: steer (the default)")
+    reset = [s.text for s in adapter.sent if s.target.chat_id == "DA"][-1]
+    assert reset.startswith("Busy mode: steer (the default)")
 
 
 async def test_a_graph_that_cannot_steer_queues_and_says_so(make_manager) -> None:
