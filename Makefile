@@ -24,6 +24,7 @@ run: install
 lint: install
 	$(BIN)/ruff check switchboard channels agent storage service tests bench
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 unit: install
 	$(BIN)/pytest tests/unit -q
