@@ -151,11 +151,11 @@ def content_blocks(
 
 def human_content(
     text: str, files: Sequence[FileData], *, max_image_pixels: int = MAX_IMAGE_PIXELS
-) -> str | list[dict[str, Any]]:
+) -> str | list[str | dict[str, Any]]:
     """A HumanMessage's content: the text alone, or the text first and then each file's blocks."""
     if not files:
         return text
-    blocks: list[dict[str, Any]] = [_text(text)] if text.strip() else []
+    blocks: list[str | dict[str, Any]] = [_text(text)] if text.strip() else []
     for file in files:
         blocks.extend(content_blocks(file, max_image_pixels=max_image_pixels))
     return blocks
@@ -169,7 +169,7 @@ def text_only(
     content = human_content(text, files, max_image_pixels=max_image_pixels)
     if isinstance(content, str):
         return content
-    parts = [b["text"] for b in content if b.get("type") == "text"]
+    parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
     return "\n\n".join(parts)
 
 
@@ -216,7 +216,10 @@ def lean_messages(
         blocks: list[Any] = []
         dirty = False
         for block in message.content:
-            kind = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(block, dict):  # a bare string part: text, kept as it is
+                blocks.append(block)
+                continue
+            kind = block.get("type")
             if kind in ("image", "image_url"):
                 if young and kept < max_images:
                     kept += 1
@@ -243,7 +246,7 @@ def lean_messages(
     return [changed[i] for i in sorted(changed)]
 
 
-class LeanAttachmentsMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class LeanAttachmentsMiddleware(AgentMiddleware):
     """Applies `lean_messages` once per turn, before the agent starts (not per model call, so a
     tool loop pays nothing): the rewrite lands in the turn's one checkpoint write."""
 

@@ -229,9 +229,9 @@ def _writing_s(step: _Step) -> float:
 
 def _chunks(step: _Step, position: int) -> list[ChatGenerationChunk]:
     """The step as a real model would stream it: word by word (a tool call in one piece)."""
-    message = _result(step, position).generations[0].message
+    message = _message(step, position)
     if step.tool:
-        call = message.tool_calls[0]  # type: ignore[attr-defined]
+        call = message.tool_calls[0]
         chunk = AIMessageChunk(
             content="",
             tool_call_chunks=[
@@ -250,6 +250,10 @@ def _chunks(step: _Step, position: int) -> list[ChatGenerationChunk]:
 
 
 def _result(step: _Step, position: int) -> ChatResult:
+    return ChatResult(generations=[ChatGeneration(message=_message(step, position))])
+
+
+def _message(step: _Step, position: int) -> AIMessage:
     if step.tool:
         call = {
             "name": step.tool,
@@ -257,10 +261,8 @@ def _result(step: _Step, position: int) -> ChatResult:
             "id": f"call_{position}_{step.tool}",
             "type": "tool_call",
         }
-        message = AIMessage(content="", tool_calls=[call])
-    else:
-        message = AIMessage(content=step.text)
-    return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content="", tool_calls=[call])
+    return AIMessage(content=step.text)
 
 
 def _script(messages: Sequence[BaseMessage]) -> _Step:

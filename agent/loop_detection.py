@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import structlog
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall
 
 from agent.reply import assistant_text
 from storage.warnings import PendingWarnings
@@ -233,7 +233,7 @@ def _ids(request: ModelRequest[Any]) -> tuple[str, str]:
     return thread_id, run_id or f"thread:{thread_id}"
 
 
-class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class LoopDetectionMiddleware(AgentMiddleware):
     """create_agent middleware; the runtime calls `start_run`/`finish_run` around each run.
 
     Only `wrap_model_call` hooks are used, so the middleware adds no graph node (and no
@@ -364,10 +364,8 @@ def _judge(run: _RunState, response: ModelResponse) -> Verdict | None:
 def _with_warnings(request: ModelRequest[Any], texts: Sequence[str]) -> ModelRequest[Any]:
     if not texts:
         return request
-    messages: list[BaseMessage] = [*request.messages, warning_message(texts)]
-    return request.override(messages=messages)  # type: ignore[arg-type]
+    return request.override(messages=[*request.messages, warning_message(texts)])
 
 
 def _stop_request(request: ModelRequest[Any]) -> ModelRequest[Any]:
-    messages: list[BaseMessage] = [*request.messages, warning_message([_STOP_INSTRUCTION])]
-    return request.override(messages=messages)  # type: ignore[arg-type]
+    return request.override(messages=[*request.messages, warning_message([_STOP_INSTRUCTION])])

@@ -70,7 +70,7 @@ async def load_mcp_tools(
         except MissingVariable as exc:
             _log.warning("mcp.server_skipped", server=name, reason=str(exc))
             return [], McpServerStatus(name, error=str(exc))
-        client = MultiServerMCPClient({name: connection})  # type: ignore[dict-item]
+        client = MultiServerMCPClient({name: connection})  # type: ignore[dict-item]  # a dict from user JSON; the client checks its keys per transport
         try:
             tools = await asyncio.wait_for(client.get_tools(server_name=name), timeout_s)
         except Exception as exc:  # any failure of one server must not stop the agent

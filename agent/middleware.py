@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+)
 
 from agent.loop_detection import LoopDetectionMiddleware
 from agent.repair import ThreadRepairMiddleware
@@ -20,7 +25,7 @@ from agent.steer import take_steered, with_steered
 __all__ = ["TurnMiddleware"]
 
 
-class TurnMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class TurnMiddleware(AgentMiddleware):
     def __init__(self, repair: ThreadRepairMiddleware, loops: LoopDetectionMiddleware) -> None:
         super().__init__()
         self._repair = repair
@@ -43,11 +48,11 @@ class TurnMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
+    ) -> ModelCallResult[Any]:
         steered = await take_steered()
         if steered:
             request = request.override(messages=[*request.messages, *steered])
         response = await self._repair.awrap_model_call(
             request, lambda inner: self._loops.awrap_model_call(inner, handler)
         )
-        return with_steered(response, steered)  # type: ignore[no-any-return]
+        return with_steered(response, steered)

@@ -76,7 +76,9 @@ def build_model(
     try:
         from langchain.chat_models import init_chat_model
 
-        chat_model = init_chat_model(model, model_provider=provider, **kwargs)
+        # `kwargs` never holds `configurable_fields`, so this is the overload giving a BaseChatModel
+        # (mypy can't tell from a dict and infers Any).
+        chat_model: BaseChatModel = init_chat_model(model, model_provider=provider, **kwargs)
     except ImportError:
         extra = _EXTRAS.get(provider)
         package = _PACKAGES.get(provider, "langchain-" + provider.replace("_", "-"))

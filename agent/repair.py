@@ -73,12 +73,12 @@ def answer_pending_question(
         return None
     index = len(messages) - 2
     answered: set[str] = set()
-    while index >= 0 and isinstance(messages[index], ToolMessage):
-        answered.add(messages[index].tool_call_id)  # type: ignore[union-attr]
+    while index >= 0 and isinstance(result := messages[index], ToolMessage):
+        answered.add(result.tool_call_id)
         index -= 1
-    if index < 0 or not isinstance(messages[index], AIMessage):
+    if index < 0 or not isinstance(asked := messages[index], AIMessage):
         return None
-    open_calls = [c for c in messages[index].tool_calls if c.get("id") not in answered]  # type: ignore[union-attr]
+    open_calls = [c for c in asked.tool_calls if c.get("id") not in answered]
     target = next((c for c in open_calls if c.get("name") in answering_tools), None)
     if target is None:
         return None
@@ -117,7 +117,7 @@ def answer_dangling_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage] | 
     return repaired
 
 
-class ThreadRepairMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ThreadRepairMiddleware(AgentMiddleware):
     def __init__(self, answering_tools: Collection[str] = (CLARIFICATION_TOOL,)) -> None:
         super().__init__()
         self._answering = frozenset(answering_tools)

@@ -19,10 +19,10 @@ turn, so a failure here is logged and never fails the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
-from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ModelCallResult, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.config import get_config
@@ -42,6 +42,8 @@ _log = structlog.get_logger(__name__)
 
 STEER_KEY = "switchboard_steer"  # `configurable` key of the run's SteerSource
 _NAME = "switchboard_steer"
+
+_R = TypeVar("_R")  # a model response's structured output
 
 
 def steer_source() -> SteerSource | None:
@@ -67,7 +69,7 @@ async def take_steered() -> list[HumanMessage]:
     return [HumanMessage(content=text) for text in texts if text]
 
 
-def with_steered(response: Any, steered: list[HumanMessage]) -> Any:
+def with_steered(response: ModelCallResult[_R], steered: list[HumanMessage]) -> ModelCallResult[_R]:
     """The model call's result with the steered messages ahead of the model's answer, so the
     state keeps them in the order the model saw them."""
     if not steered:
@@ -75,14 +77,18 @@ def with_steered(response: Any, steered: list[HumanMessage]) -> Any:
     if isinstance(response, AIMessage):
         return ModelResponse(result=[*steered, response])
     if isinstance(response, ExtendedModelResponse):
-        inner = with_steered(response.model_response, steered)
+        inner = _ahead(response.model_response, steered)
         return ExtendedModelResponse(model_response=inner, command=response.command)
+    return _ahead(response, steered)
+
+
+def _ahead(response: ModelResponse[_R], steered: list[HumanMessage]) -> ModelResponse[_R]:
     return ModelResponse(
         result=[*steered, *response.result], structured_response=response.structured_response
     )
 
 
-class SteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class SteerMiddleware(AgentMiddleware):
     """For your own `create_agent` graph: `middleware=[SteerMiddleware(), ...]`."""
 
     @property

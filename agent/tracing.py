@@ -100,12 +100,13 @@ def _langfuse_handler() -> BaseCallbackHandler | None:
         from langfuse.langchain import CallbackHandler
     except ImportError:
         try:
-            from langfuse.callback import CallbackHandler  # type: ignore[no-redef]
+            from langfuse.callback import CallbackHandler
         except ImportError:
             _log.warning("tracing.unavailable", backend="langfuse", reason="package missing")
             return None
     try:
-        return CallbackHandler()  # type: ignore[no-any-return]
+        handler: BaseCallbackHandler = CallbackHandler()  # langfuse is untyped (no stubs)
+        return handler
     except Exception as exc:  # a misconfigured tracer must never stop the service
         _log.warning("tracing.unavailable", backend="langfuse", reason=exc.__class__.__name__)
         return None

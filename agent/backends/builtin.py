@@ -11,6 +11,7 @@ and swaps it in; runs already going finish on the old one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,19 +65,20 @@ class BuiltinAgent(LocalGraphRunner):
         `files_dir`: the outbound-file directory `send_file` reads paths in (`agent.sandbox`);
         None: `send_file` takes text only."""
         loops = LoopDetectionMiddleware(warnings, policy=loop_policy)
-        self._build = {
-            "model": model,
-            "checkpointer": checkpointer,
-            "loops": loops,
-            "system_prompt": system_prompt,
-            "tracing": tracing,
-            "files_dir": files_dir,
-            "history_tokens": history_tokens,
-            "summary_model": summary_model,
-        }
+        self._build = functools.partial(  # the graph's fixed parts; only the tools change
+            build_builtin_graph,
+            model=model,
+            checkpointer=checkpointer,
+            loops=loops,
+            system_prompt=system_prompt,
+            tracing=tracing,
+            files_dir=files_dir,
+            history_tokens=history_tokens,
+            summary_model=summary_model,
+        )
         self._extra = tuple(extra_tools)
         self._mcp: tuple[McpServerStatus, ...] = ()
-        graph, names = build_builtin_graph(**self._build, extra_tools=self._extra)
+        graph, names = self._build(extra_tools=self._extra)
         super().__init__(
             graph,
             loops=loops,
@@ -98,7 +100,7 @@ class BuiltinAgent(LocalGraphRunner):
     async def load_mcp(self, config: Any) -> tuple[McpServerStatus, ...]:
         """Load the config's MCP tools and swap in a graph offering them (and the built-ins)."""
         tools, statuses = await load_mcp_tools(config)
-        graph, names = build_builtin_graph(**self._build, extra_tools=[*self._extra, *tools])
+        graph, names = self._build(extra_tools=[*self._extra, *tools])
         self.set_tools(graph, names)
         self._mcp = tuple(statuses)
         return self._mcp

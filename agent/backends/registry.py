@@ -57,7 +57,7 @@ class AgentRegistry:
         return self._default.kind
 
     @property
-    def steers(self) -> bool:  # type: ignore[override]
+    def steers(self) -> bool:
         return self._default.steers
 
     def tool_names(self) -> tuple[str, ...]:

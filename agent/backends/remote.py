@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -135,7 +136,7 @@ class RemoteGraphRunner:
         held = await self._threads.claim(thread_id, server_thread)
         return held, held == server_thread
 
-    async def _interrupts(self, server_thread: str) -> list[dict[str, Any]]:
+    async def _interrupts(self, server_thread: str) -> list[Mapping[str, Any]]:
         try:
             state = await self._client.threads.get_state(server_thread)
         except NotFoundError:
