@@ -20,9 +20,8 @@ import time
 from dataclasses import dataclass
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
 
@@ -120,7 +119,7 @@ class Accounts:
             )
         key = API_KEY_PREFIX + secrets.token_urlsafe(32)
         digest = _digest(key)
-        try:
+        with redis_errors("account create"):
             created = await self._create(
                 keys=[
                     self._keys.account(name),
@@ -129,8 +128,6 @@ class Accounts:
                 ],
                 args=[name, digest, repr(time.time())],
             )
-        except RedisError as exc:
-            raise storage_error("account create", exc) from None
         if not created:
             raise AccountExists(f"account {name!r} already exists")
         return key
@@ -138,22 +135,18 @@ class Accounts:
     async def get(self, name: str) -> Account | None:
         if not _NAME.match(name):
             return None
-        try:
+        with redis_errors("account read"):
             raw = await self._r.hgetall(self._keys.account(name))
-        except RedisError as exc:
-            raise storage_error("account read", exc) from None
         return _decode(raw)
 
     async def list(self) -> list[Account]:
         """Every account, revoked ones included, oldest first."""
-        try:
+        with redis_errors("account list"):
             names = await self._r.zrange(self._keys.accounts(), 0, -1)
             async with self._r.pipeline(transaction=False) as pipe:
                 for name in names:
                     pipe.hgetall(self._keys.account(name.decode()))
                 rows = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("account list", exc) from None
         return [a for a in (_decode(row) for row in rows) if a is not None]
 
     async def revoke(self, name: str) -> Account:
@@ -161,15 +154,13 @@ class Accounts:
         account = await self.get(name)
         if account is None:
             raise AccountNotFound(f"no account named {name!r}")
-        try:
+        with redis_errors("account revoke"):
             raw_digest = await self._r.hget(self._keys.account(name), "key_sha256")
             digest = (raw_digest or b"").decode()
             code = await self._revoke(
                 keys=[self._keys.account(name), self._keys.api_key(digest)],
                 args=[digest, repr(time.time())],
             )
-        except RedisError as exc:
-            raise storage_error("account revoke", exc) from None
         if int(code) == 0:
             raise AccountNotFound(f"no account named {name!r}")
         if int(code) == 2:
@@ -184,10 +175,8 @@ class Accounts:
         """The live account this API key belongs to, or None (unknown, malformed or revoked)."""
         if not key.startswith(API_KEY_PREFIX) or len(key) > _MAX_KEY_LEN:
             return None
-        try:
+        with redis_errors("authentication"):
             name = await self._r.get(self._keys.api_key(_digest(key)))
-        except RedisError as exc:
-            raise storage_error("authentication", exc) from None
         if name is None:
             return None
         account = await self.get(name.decode())

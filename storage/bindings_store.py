@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["BindingsStore", "StoredBindings"]
@@ -63,17 +62,13 @@ class BindingsStore:
         return await self._run(doc, origin, file_digest, adopt=False)
 
     async def version(self) -> int:
-        try:
+        with redis_errors("bindings version read"):
             raw = await self._r.hget(self._key, "version")
-        except RedisError as exc:
-            raise storage_error("bindings version read", exc) from None
         return int(raw) if raw is not None else 0
 
     async def read(self) -> StoredBindings | None:
-        try:
+        with redis_errors("bindings read"):
             raw = await self._r.hgetall(self._key)
-        except RedisError as exc:
-            raise storage_error("bindings read", exc) from None
         fields = {k.decode(): v.decode() for k, v in raw.items()}
         if "doc" not in fields:
             return None
@@ -86,7 +81,5 @@ class BindingsStore:
 
     async def _run(self, doc: str, origin: str, file_digest: str, *, adopt: bool) -> int:
         args = [doc, origin, f"{time.time():.3f}", file_digest, "1" if adopt else "0"]
-        try:
+        with redis_errors("bindings write"):
             return int(await self._put(keys=[self._key], args=args))
-        except RedisError as exc:
-            raise storage_error("bindings write", exc) from None

@@ -63,9 +63,8 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
     writes_sort_key,
 )
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.errors import FencedOut
 
@@ -264,14 +263,6 @@ return #members
 )
 
 
-@contextlib.contextmanager
-def _redis_errors(op: str) -> Iterator[None]:
-    try:
-        yield
-    except RedisError as exc:
-        raise storage_error(f"checkpoint {op}", exc) from None
-
-
 def _plain(value: object, what: str) -> str:
     text = str(value)
     if "\0" in text:
@@ -374,7 +365,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             field = f"{ns}\0{_plain(ch, 'channel')}\0{_plain(ver, 'version')}"
             args += [field, self._dump(values[ch]) if ch in values else _EMPTY]
         keys = [*self._thread_keys(str(thread_id)), self._keys.lock(str(thread_id))]
-        with _redis_errors("put"):
+        with redis_errors("checkpoint put"):
             written = await self._put(keys=keys, args=args)
         if not written:
             raise FencedOut(f"thread {thread_id} is held by another worker; checkpoint not written")
@@ -399,7 +390,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             idx = WRITES_IDX_MAP.get(channel, position)
             head = f"{task}\0{idx}\0{_plain(channel, 'channel')}\0{path}\0"
             args += [idx, head.encode() + self._dump(value)]
-        with _redis_errors("put_writes"):
+        with redis_errors("checkpoint put_writes"):
             await self._writes(keys=self._thread_keys(str(conf["thread_id"])), args=args)
 
     # --- reads ------------------------------------------------------------------------------
@@ -410,7 +401,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
         checkpoint_id = get_checkpoint_id(config)
         args = ["ids", f"{ns}\0{_plain(checkpoint_id, 'id')}"] if checkpoint_id else ["latest", ns]
-        with _redis_errors("get"):
+        with redis_errors("checkpoint get"):
             entries = await self._load(keys=self._thread_keys(str(thread_id)), args=args)
         if not entries or not entries[0]:
             return None
@@ -480,7 +471,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         head = f"{self._keys.prefix}{{"
         tail = "}:cp:idx"
         pattern = _glob_escape(head) + "*" + _glob_escape(tail)
-        with _redis_errors("list"):
+        with redis_errors("checkpoint list"):
             async for key in self._r.scan_iter(match=pattern, count=500):
                 yield key.decode()[len(head) : -len(tail)]
 
@@ -500,7 +491,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             while page:
                 size = _LOAD_BATCH if limit is None else max(1, min(_LOAD_BATCH, limit))
                 batch, page = page[:size], page[size:]
-                with _redis_errors("list"):
+                with redis_errors("checkpoint list"):
                     entries = await self._load(keys=keys, args=["ids", *batch])
                 for entry in entries:
                     if entry:
@@ -522,7 +513,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
                 yield [f"{ns}\0{checkpoint_id}".encode()]
                 return
         if ns is None:
-            with _redis_errors("list"):
+            with redis_errors("checkpoint list"):
                 members = await self._r.zrange(keys[0], 0, -1)
             found = [(m.split(b"\0", 1)[1].decode(), m) for m in members]
             chosen = sorted(
@@ -541,7 +532,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         high = f"({ns}\0{_plain(before_id, 'id')}" if before_id else f"({ns}\1"
         low = f"({ns}\0"
         while True:
-            with _redis_errors("list"):
+            with redis_errors("checkpoint list"):
                 page = await self._r.zrevrangebylex(keys[0], high, low, start=0, num=_PAGE)
             if not page:
                 return
@@ -553,7 +544,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
     async def _matching(
         self, keys: list[str], members: list[bytes], filter: dict[str, Any]
     ) -> list[bytes]:
-        with _redis_errors("list"):
+        with redis_errors("checkpoint list"):
             raw = await self._r.hmget(keys[1], [m + b"\0m" for m in members])
         chosen = []
         for member, meta_raw in zip(members, raw, strict=True):
@@ -568,7 +559,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         tid = str(thread_id)
-        with _redis_errors("delete_thread"):
+        with redis_errors("checkpoint delete_thread"):
             await self._r.delete(*self._thread_keys(tid))
         _log.info("checkpoint.thread_deleted", thread_id=tid)
 
@@ -579,7 +570,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         if not runs:
             return
         threads = deleted = 0
-        with _redis_errors("delete_for_runs"):
+        with redis_errors("checkpoint delete_for_runs"):
             async for tid in self._scan_threads():
                 threads += 1
                 deleted += int(
@@ -593,7 +584,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         if src == dst:
             return
         src_keys, dst_keys = self._thread_keys(src), self._thread_keys(dst)
-        with _redis_errors("copy_thread"):
+        with redis_errors("checkpoint copy_thread"):
             read = self._r.pipeline(transaction=True)
             for key in src_keys:
                 if key.endswith(("idx", "widx", "ridx")):
@@ -627,7 +618,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             if strategy == "delete":
                 await self.adelete_thread(thread_id)
                 continue
-            with _redis_errors("prune"):
+            with redis_errors("checkpoint prune"):
                 await self._keep_latest(str(thread_id))
 
     async def _keep_latest(self, thread_id: str) -> None:

@@ -12,9 +12,8 @@ import hashlib
 import secrets
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["CONSOLE_SESSION_TTL_S", "ConsoleSessions"]
@@ -37,20 +36,14 @@ class ConsoleSessions:
     async def open(self) -> str:
         """A new session's id (for the cookie), valid for `ttl_s`."""
         session_id = secrets.token_urlsafe(24)
-        try:
+        with redis_errors("console session open"):
             await self._r.set(self._keys.console_session(_digest(session_id)), b"1", ex=self.ttl_s)
-        except RedisError as exc:
-            raise storage_error("console session open", exc) from None
         return session_id
 
     async def alive(self, session_id: str) -> bool:
-        try:
+        with redis_errors("console session check"):
             return bool(await self._r.exists(self._keys.console_session(_digest(session_id))))
-        except RedisError as exc:
-            raise storage_error("console session check", exc) from None
 
     async def close(self, session_id: str) -> None:
-        try:
+        with redis_errors("console session close"):
             await self._r.delete(self._keys.console_session(_digest(session_id)))
-        except RedisError as exc:
-            raise storage_error("console session close", exc) from None

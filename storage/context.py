@@ -23,9 +23,8 @@ import json
 from collections.abc import Sequence
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.thread_map import THREAD_TTL_S
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
@@ -83,7 +82,7 @@ class ContextRecords:
     ) -> ContextState:
         """The thread's mark and cached context and, with `observed` = (platform, place), the
         newest `limit` messages observed there with an id below `before`; one round trip."""
-        try:
+        with redis_errors("context read"):
             pipe = self._r.pipeline(transaction=False)
             pipe.get(self._keys.context_mark(thread_id))
             pipe.get(self._keys.context_cache(thread_id))
@@ -93,8 +92,6 @@ class ContextRecords:
                     self._keys.observed(*observed), top, "-inf", start=0, num=limit
                 )
             results = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("context read", exc) from None
         mark_raw, cache_raw = results[0], results[1]
         mark = ContextMark.decode(_text(mark_raw)) if mark_raw is not None else None
         seen = results[2] if len(results) > 2 else []
@@ -112,10 +109,8 @@ class ContextRecords:
         if cache is not None:
             args += [json.dumps([m.as_dict() for m in cache], ensure_ascii=False), self._cache_ttl]
         keys = [self._keys.context_mark(thread_id), self._keys.context_cache(thread_id)]
-        try:
+        with redis_errors("context write"):
             await self._save(keys=keys, args=args)
-        except RedisError as exc:
-            raise storage_error("context write", exc) from None
 
     async def observe(
         self, platform: str, place: str, message: ContextMessage, *, keep: int
@@ -126,10 +121,8 @@ class ContextRecords:
             return
         key = self._keys.observed(platform, place)
         member = json.dumps(message.as_dict(), ensure_ascii=False, sort_keys=True)
-        try:
+        with redis_errors("observed record"):
             await self._observe(keys=[key], args=[member, score, keep, self._observed_ttl])
-        except RedisError as exc:
-            raise storage_error("observed record", exc) from None
 
 
 def _text(raw: bytes | str) -> str:

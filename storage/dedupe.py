@@ -11,9 +11,8 @@ All ids of one message share the chat's hash slot, so one script claims all or n
 from __future__ import annotations
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.state import Claim
 
@@ -56,21 +55,17 @@ class Dedupe:
         self, platform: str, provider_ids: list[str], *, scope: str, owner: str
     ) -> Claim:
         """Claim every id of one message for the inbox entry `owner`, all or none."""
-        try:
+        with redis_errors("dedupe claim"):
             raw = await self._claim(
                 keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
-        except RedisError as exc:
-            raise storage_error("dedupe claim", exc) from None
         return Claim(raw.decode() if isinstance(raw, bytes) else raw)
 
     async def finish(
         self, platform: str, provider_ids: list[str], *, scope: str, owner: str
     ) -> None:
         """Mark the message answered, so a reclaimed copy of its entry is not answered again."""
-        try:
+        with redis_errors("dedupe finish"):
             await self._finish(
                 keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
-        except RedisError as exc:
-            raise storage_error("dedupe finish", exc) from None

@@ -16,9 +16,8 @@ import json
 from dataclasses import asdict
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.state import FailureRecord
 
@@ -52,21 +51,17 @@ class FailureLog:
 
     async def record(self, failure: FailureRecord) -> None:
         """Push one failure, trimming the oldest beyond the cap, in one transaction."""
-        try:
+        with redis_errors("failure record"):
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.lpush(self._key, json.dumps(asdict(failure), separators=(",", ":")))
                 pipe.ltrim(self._key, 0, self.kept - 1)
                 pipe.expire(self._key, self.ttl_s)
                 await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("failure record", exc) from None
 
     async def recent(self, limit: int = FAILURES_KEPT) -> list[FailureRecord]:
         """The newest `limit` failures, newest first."""
-        try:
+        with redis_errors("failure list"):
             raw = await self._r.lrange(self._key, 0, max(0, limit - 1))
-        except RedisError as exc:
-            raise storage_error("failure list", exc) from None
         return [found for item in raw if (found := _decode(item)) is not None]
 
     async def find(self, ref: str) -> list[FailureRecord]:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.feedback import AnswerRef, VoteRecord
 
@@ -110,45 +109,34 @@ class FeedbackStore:
         if not message_ids:
             return
         value = answer.encode()
-        try:
+        with redis_errors("answer mapping"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for mid in message_ids:
                     pipe.set(self._keys.answer(platform, chat_id, mid), value, ex=self._answer_ttl)
                 await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("answer mapping", exc) from None
 
     async def answer_for(self, platform: str, chat_id: str, message_id: str) -> AnswerRef | None:
-        try:
+        with redis_errors("answer lookup"):
             raw = await self._r.get(self._keys.answer(platform, chat_id, message_id))
-        except RedisError as exc:
-            raise storage_error("answer lookup", exc) from None
         return AnswerRef.decode(raw) if raw is not None else None
 
     async def record(self, vote: VoteRecord) -> int:
         """Store `vote`, replacing the user's earlier one on the same answer; a `VoteChange`."""
         cutoff = vote.at - self._keep_s
         args = [vote.field, vote.encode(), vote.at, str(vote.value), cutoff, self._max]
-        try:
+        with redis_errors("vote record"):
             return int(await self._record(keys=self._vote_keys(), args=args))
-        except RedisError as exc:
-            raise storage_error("vote record", exc) from None
 
     async def withdraw(self, platform: str, run_id: str, user_id: str) -> bool:
         """Remove the user's vote on an answer (the reaction was taken back)."""
         field = f"{platform}|{run_id}|{user_id}"
-        try:
+        with redis_errors("vote withdraw"):
             return bool(await self._withdraw(keys=self._vote_keys(), args=[field]))
-        except RedisError as exc:
-            raise storage_error("vote withdraw", exc) from None
 
     async def recent(self, *, since: float = 0.0, limit: int = 100) -> list[VoteRecord]:
         """Votes changed at or after `since` (epoch seconds), newest first, at most `limit`."""
         limit = max(1, min(limit, 10_000))
-        try:
+        with redis_errors("vote list"):
             raws = await self._recent(keys=self._vote_keys(), args=[since, limit])
-        except RedisError as exc:
-            raise storage_error("vote list", exc) from None
         votes = (VoteRecord.decode(raw) for raw in raws or () if raw is not None)
         return [v for v in votes if v is not None]
-

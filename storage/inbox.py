@@ -41,7 +41,7 @@ import redis.asyncio as redis
 import structlog
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors, storage_error
 from storage.keys import Keys
 from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from storage.shards import LEARN_EVERY_S, Layout, announce, others
@@ -173,13 +173,11 @@ class Inbox:
         StorageError (InboxFull when over the cap; transient when too few replicas took it)."""
         tag = self.layout.tag_for(route)
         key = self._keys.inbox(tag)
-        try:
+        with redis_errors("inbox append"):
             if self._min_replicas:
                 entry_id = await self._append_replicated(key, payload)
             else:
                 entry_id = await self._append(keys=[key], args=[payload, self._shard_cap])
-        except RedisError as exc:
-            raise storage_error("inbox append", exc) from None
         if not entry_id:
             raise InboxFull(f"inbox holds {self._max_len} unfinished messages")
         return _entry_id(entry_id, tag)
@@ -270,7 +268,7 @@ class Inbox:
         """One page of `each` from every chosen shard into the lists; the shards whose page was
         full (they may hold more)."""
         learn = time.monotonic() >= self._learn_at
-        try:
+        with redis_errors("inbox reclaim"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for tag, unread in chosen:
                     key = self._keys.inbox(tag)
@@ -284,8 +282,6 @@ class Inbox:
                 if learn:
                     pipe.smembers(self._keys.inbox_layouts())
                 replies = await pipe.execute(raise_on_error=False)
-        except RedisError as exc:
-            raise storage_error("inbox reclaim", exc) from None
         if learn and not isinstance(replies[-1], RedisError):
             self._learn_at = time.monotonic() + LEARN_EVERY_S
             self._learn(others(replies[-1], self.shards))
@@ -312,14 +308,12 @@ class Inbox:
     async def _deliveries(self, ids: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
         if not ids:
             return {}
-        try:
+        with redis_errors("inbox reclaim"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for tag, entry_id in ids:
                     key = self._keys.inbox(tag)
                     pipe.xpending_range(key, GROUP, min=entry_id, max=entry_id, count=1)
                 replies = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("inbox reclaim", exc) from None
         out: dict[tuple[str, str], int] = {}
         for (tag, _), rows in zip(ids, replies, strict=True):
             for row in rows:
@@ -333,7 +327,7 @@ class Inbox:
         claiming it back would run it twice."""
         if not ids:
             return
-        try:
+        with redis_errors("inbox touch"):
             await asyncio.gather(
                 *(
                     self._touch(
@@ -342,22 +336,18 @@ class Inbox:
                     for tag, sids in _by_shard(ids).items()
                 )
             )
-        except RedisError as exc:
-            raise storage_error("inbox touch", exc) from None
 
     async def finish(self, ids: list[str]) -> None:
         """Acknowledge and delete entries whose messages were answered or queued."""
         if not ids:
             return
-        try:
+        with redis_errors("inbox finish"):
             await asyncio.gather(
                 *(
                     self._finish(keys=[self._keys.inbox(tag)], args=[GROUP, *sids])
                     for tag, sids in _by_shard(ids).items()
                 )
             )
-        except RedisError as exc:
-            raise storage_error("inbox finish", exc) from None
 
     def _all_keys(self) -> list[str]:
         return [self._keys.inbox(t) for t in (*self._tags, *self._draining)]
@@ -365,13 +355,11 @@ class Inbox:
     async def observe(self) -> None:
         """Refresh the pending and lag gauges from every shard's XINFO GROUPS (the group's own
         counters), summed; one pipeline (one round trip per node)."""
-        try:
+        with redis_errors("inbox info"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for key in self._all_keys():
                     pipe.xinfo_groups(key)
                 replies = await pipe.execute(raise_on_error=False)
-        except RedisError as exc:
-            raise storage_error("inbox info", exc) from None
         pending = lag = 0
         for groups in replies:
             named = groups if isinstance(groups, list) else []  # no stream yet: no group either
@@ -383,28 +371,24 @@ class Inbox:
 
     async def backlog(self) -> int:
         """Unfinished entries (read or not), in every shard."""
-        try:
+        with redis_errors("inbox length"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for key in self._all_keys():
                     pipe.xlen(key)
                 lengths = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("inbox length", exc) from None
         return sum(int(n or 0) for n in lengths)
 
     async def summary(self) -> InboxSummary:
         """Length, the group's counters and the oldest entry's arrival over every shard, in
         one pipeline (one round trip per node)."""
         keys = self._all_keys()
-        try:
+        with redis_errors("inbox summary"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for key in keys:
                     pipe.xlen(key)
                     pipe.xinfo_groups(key)
                     pipe.xrange(key, count=1)
                 replies = await pipe.execute(raise_on_error=False)
-        except RedisError as exc:
-            raise storage_error("inbox summary", exc) from None
         unfinished = in_hand = unread = 0
         oldest: float | None = None
         for at in range(0, len(replies), 3):

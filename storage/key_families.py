@@ -14,9 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 
 __all__ = ["FAMILIES", "FamilyStats", "KeyFamily", "family_of", "scan_keys", "store_stats"]
 
@@ -131,11 +130,9 @@ class FamilyStats:
 async def scan_keys(client: redis.Redis, prefix: str) -> AsyncIterator[str]:
     """Every key under the prefix (every primary of a cluster), once."""
     pattern = "".join(f"\\{c}" if c in "*?[]\\" else c for c in prefix) + "*"
-    try:
+    with redis_errors("store scan"):
         async for raw in client.scan_iter(match=pattern, count=1000):
             yield raw.decode() if isinstance(raw, bytes) else str(raw)
-    except RedisError as exc:
-        raise storage_error("store scan", exc) from None
 
 
 async def store_stats(client: redis.Redis, prefix: str, *, sample: int = 50) -> list[FamilyStats]:
@@ -170,10 +167,8 @@ async def _measure(client: redis.Redis, batch: list[tuple[str, FamilyStats]], sa
         if take:
             planned[stats.name] = planned.get(stats.name, 0) + 1
             pipe.memory_usage(key, samples=0)
-    try:
+    with redis_errors("store stats"):
         replies = iter(await pipe.execute())
-    except RedisError as exc:
-        raise storage_error("store stats", exc) from None
     for (_, stats), take in zip(batch, sized, strict=True):
         if next(replies) == -1:
             stats.without_ttl += 1

@@ -15,9 +15,8 @@ so a dead process stops counting about when its leases expire.
 from __future__ import annotations
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.locks import lock_ms
 
@@ -74,27 +73,19 @@ class Leases:
     async def beat(self, group: str, member: str) -> int:
         """Say `member` still competes for `group`'s leases; returns how many members do."""
         key = self._keys.lease_members(group)
-        try:
+        with redis_errors("lease beat"):
             return int(await self._beat(keys=[key], args=[member, lock_ms(self.ttl_s)]))
-        except RedisError as exc:
-            raise storage_error("lease beat", exc) from None
 
     async def leave(self, group: str, member: str) -> None:
         """Stop counting `member` at once (a clean shutdown), so the others' shares grow now."""
-        try:
+        with redis_errors("lease leave"):
             await self._r.zrem(self._keys.lease_members(group), member)
-        except RedisError as exc:
-            raise storage_error("lease leave", exc) from None
 
     async def holder(self, name: str) -> str | None:
-        try:
+        with redis_errors("lease read"):
             raw = await self._r.get(self._keys.lease(name))
-        except RedisError as exc:
-            raise storage_error("lease read", exc) from None
         return raw.decode() if isinstance(raw, bytes) else raw
 
     async def _run(self, what: str, script, name: str, args: list) -> bool:  # type: ignore[no-untyped-def]
-        try:
+        with redis_errors(f"lease {what}"):
             return bool(await script(keys=[self._keys.lease(name)], args=args))
-        except RedisError as exc:
-            raise storage_error(f"lease {what}", exc) from None

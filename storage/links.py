@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
 
@@ -321,7 +320,7 @@ class Links:
         ]
         for name, value in doc.items():
             args += [name, value]
-        try:
+        with redis_errors("link token create"):
             ok, retry_after = await self._create_token(
                 keys=[
                     self._keys.link_token(token),
@@ -330,8 +329,6 @@ class Links:
                 ],
                 args=args,
             )
-        except RedisError as exc:
-            raise storage_error("link token create", exc) from None
         if not int(ok):
             raise LinkRateLimited(
                 "too many link requests", retry_after=float(max(1, int(retry_after)))
@@ -352,12 +349,10 @@ class Links:
     async def peek(self, token: str) -> LinkToken:
         """The token and its current state; raises `TokenNotFound` for unknown or malformed ones."""
         raw = await self._token_fields(token)
-        try:
+        with redis_errors("link token read"):
             newest = await self._r.get(
                 self._keys.link_pending(raw["kind"], raw["platform"], raw["target_id"])
             )
-        except RedisError as exc:
-            raise storage_error("link token read", exc) from None
         if raw.get("status") == "used":
             state = TokenState.USED
         elif float(raw["expires_at"]) <= self._clock():
@@ -389,7 +384,7 @@ class Links:
         tkind, platform, target = raw["kind"], raw["platform"], raw["target_id"]
         link_id = secrets.token_hex(8)
         now = self._clock()
-        try:
+        with redis_errors("link confirm"):
             outcome = await self._confirm(
                 keys=[
                     self._keys.link_token(token),
@@ -410,8 +405,6 @@ class Links:
                     target,
                 ],
             )
-        except RedisError as exc:
-            raise storage_error("link confirm", exc) from None
         outcome = outcome.decode() if isinstance(outcome, bytes) else str(outcome)
         what = "workspace" if tkind == LinkKind.SERVER else "user"
         if outcome == "ok":
@@ -433,10 +426,8 @@ class Links:
     async def _token_fields(self, token: str) -> dict[str, str]:
         if not is_wellformed_id(token):
             raise TokenNotFound("unknown link token")
-        try:
+        with redis_errors("link token read"):
             raw = await self._r.hgetall(self._keys.link_token(token))
-        except RedisError as exc:
-            raise storage_error("link token read", exc) from None
         fields = _fields(raw)
         if not all(k in fields for k in ("kind", "platform", "target_id", "expires_at")):
             raise TokenNotFound("unknown link token")
@@ -453,37 +444,29 @@ class Links:
         return await self._exists(self._keys.linked(LinkKind.USER, platform, user_id))
 
     async def _exists(self, key: str) -> bool:
-        try:
+        with redis_errors("link check"):
             return bool(await self._r.exists(key))
-        except RedisError as exc:
-            raise storage_error("link check", exc) from None
 
     async def link_for(self, kind: LinkKind, platform: str, target_id: str) -> Link | None:
         """The link covering this workspace (server) or user (user), if any."""
-        try:
+        with redis_errors("link read"):
             link_id = await self._r.hget(self._keys.linked(kind, platform, target_id), "link_id")
-        except RedisError as exc:
-            raise storage_error("link read", exc) from None
         return None if link_id is None else await self._link(link_id.decode())
 
     async def _link(self, link_id: str) -> Link | None:
-        try:
+        with redis_errors("link read"):
             raw = await self._r.hgetall(self._keys.link(link_id))
-        except RedisError as exc:
-            raise storage_error("link read", exc) from None
         return _link_from(raw)
 
     async def list(self, account: str | None = None) -> list[Link]:
         """The account's links (every link when `account` is None), oldest first."""
         index = self._keys.links_index() if account is None else self._keys.account_links(account)
-        try:
+        with redis_errors("link list"):
             ids = await self._r.smembers(index)
             async with self._r.pipeline(transaction=False) as pipe:
                 for link_id in ids:
                     pipe.hgetall(self._keys.link(link_id.decode()))
                 rows = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("link list", exc) from None
         found = [link for link in (_link_from(row) for row in rows) if link is not None]
         return sorted(found, key=lambda link: (link.created_at, link.id))
 
@@ -514,7 +497,7 @@ class Links:
         return UnlinkResult(UnlinkStatus.UNLINKED, link)
 
     async def _remove_link(self, link: Link, *, account: str = "", owner: str = "") -> int:
-        try:
+        with redis_errors("link delete"):
             code = await self._remove(
                 keys=[
                     self._keys.link(link.id),
@@ -524,6 +507,4 @@ class Links:
                 ],
                 args=[link.id, account, owner],
             )
-        except RedisError as exc:
-            raise storage_error("link delete", exc) from None
         return int(code)

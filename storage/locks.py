@@ -14,9 +14,8 @@ from __future__ import annotations
 import secrets
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.state import Lock, StopRequest
 
@@ -77,32 +76,26 @@ class ThreadLocks:
     async def keep(self, lock: Lock) -> tuple[bool, StopRequest]:
         """One beat of a running turn: extend the lock and take a pending `/stop` or interrupt,
         in one script. Returns (still held, what was requested)."""
-        try:
+        with redis_errors("lock keep"):
             held, stop = await self._keep(
                 keys=[self._keys.lock(lock.thread_id), self._keys.stop(lock.thread_id)],
                 args=[lock.token, lock_ms(lock.ttl_s), f"beat:{secrets.token_hex(6)}"],
             )
-        except RedisError as exc:
-            raise storage_error("lock keep", exc) from None
         return bool(held), StopRequest(int(stop))
 
     async def release(self, lock: Lock) -> bool:
-        try:
+        with redis_errors("lock release"):
             return bool(
                 await self._release(keys=[self._keys.lock(lock.thread_id)], args=[lock.token])
             )
-        except RedisError as exc:
-            raise storage_error("lock release", exc) from None
 
     async def request_stop(self, thread_id: str, *, interrupt: bool = False) -> bool:
         """Ask the holder (in any process) to cancel its turn; False if nothing is running.
         `interrupt`: for a new message (the holder answers the new batch), not a `/stop`."""
-        try:
+        with redis_errors("stop request"):
             return bool(
                 await self._stop(
                     keys=[self._keys.lock(thread_id), self._keys.stop(thread_id)],
                     args=[STOP_TTL_S, "i" if interrupt else "1"],
                 )
             )
-        except RedisError as exc:
-            raise storage_error("stop request", exc) from None

@@ -7,9 +7,8 @@ so several workers seeing messages from the same unlinked chat still post one no
 from __future__ import annotations
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["NOTICE_TTL_S", "NoticeLimiter"]
@@ -25,11 +24,9 @@ class NoticeLimiter:
 
     async def claim(self, platform: str, chat_id: str) -> bool:
         """True if this chat may be told now (and marks it told for the window)."""
-        try:
+        with redis_errors("notice claim"):
             return bool(
                 await self._r.set(
                     self._keys.notice(platform, chat_id), b"1", nx=True, ex=self.ttl_s
                 )
             )
-        except RedisError as exc:
-            raise storage_error("notice claim", exc) from None

@@ -19,9 +19,8 @@ import asyncio
 import time
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.shards import LEARN_EVERY_S, Layout, others
 
@@ -49,16 +48,14 @@ class Orphans:
         later: a failed batch's backoff is never cut short by a message queueing behind it."""
         due = time.time() + (self.grace_s if after_s is None else after_s)
         key = self._keys.orphans(self.layout.tag_for(thread_id))
-        try:
+        with redis_errors("orphan watch"):
             await self._r.zadd(key, {thread_id: due}, gt=True)
-        except RedisError as exc:
-            raise storage_error("orphan watch", exc) from None
 
     async def due(self, limit: int = 50) -> list[tuple[str, float]]:
         """Threads due for a check, with the score seen (pass it back to `forget`), at most
         `limit` from each shard."""
         now = time.time()
-        try:
+        with redis_errors("orphan scan"):
             if time.monotonic() >= self._learn_at:  # a first call, then every few seconds
                 members = await self._r.smembers(self._keys.inbox_layouts())
                 self._learn_at = time.monotonic() + LEARN_EVERY_S
@@ -69,8 +66,6 @@ class Orphans:
                 for key in keys:
                     pipe.zrangebyscore(key, "-inf", now, start=0, num=limit, withscores=True)
                 shards = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("orphan scan", exc) from None
         seen: dict[str, float] = {}
         for rows in shards:
             for t, s in rows:
@@ -81,9 +76,7 @@ class Orphans:
     async def forget(self, thread_id: str, seen: float) -> None:
         """Drop the thread unless a new message re-armed it after `seen` (in each layout)."""
         keys = {self._keys.orphans(layout.tag_for(thread_id)) for layout in self._layouts}
-        try:
+        with redis_errors("orphan forget"):
             await asyncio.gather(
                 *(self._forget(keys=[key], args=[thread_id, repr(seen)]) for key in keys)
             )
-        except RedisError as exc:
-            raise storage_error("orphan forget", exc) from None

@@ -13,9 +13,8 @@ from __future__ import annotations
 import time
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.state import QUESTION_TTL_S, PendingQuestion, parse_question
 
@@ -44,7 +43,7 @@ class PendingQuestions:
         question without its thread."""
         key = self._keys.question(thread_id)
         ttl_ms = int((question.expires_at - time.time()) * 1000)
-        try:
+        with redis_errors("question store"):
             if ttl_ms > 0:
                 pipe = self._r.pipeline(transaction=False)
                 pipe.set(self._keys.question_thread(question.question_id), thread_id, px=ttl_ms)
@@ -52,29 +51,21 @@ class PendingQuestions:
                 await pipe.execute()
             else:
                 await self._r.delete(key)
-        except RedisError as exc:
-            raise storage_error("question store", exc) from None
 
     async def get(self, thread_id: str) -> PendingQuestion | None:
-        try:
+        with redis_errors("question read"):
             raw = await self._r.get(self._keys.question(thread_id))
-        except RedisError as exc:
-            raise storage_error("question read", exc) from None
         return parse_question(raw)
 
     async def thread_of(self, question_id: str) -> str | None:
         """The thread a question id was asked in, while the question lives."""
-        try:
+        with redis_errors("question lookup"):
             raw = await self._r.get(self._keys.question_thread(question_id))
-        except RedisError as exc:
-            raise storage_error("question lookup", exc) from None
         return raw.decode() if isinstance(raw, bytes) else raw
 
     async def set_message(self, thread_id: str, question: PendingQuestion, message_id: str) -> None:
         """Remember which platform message shows the question, to edit it once answered."""
-        try:
+        with redis_errors("question update"):
             await self._set_message(
                 keys=[self._keys.question(thread_id)], args=[question.question_id, message_id]
             )
-        except RedisError as exc:
-            raise storage_error("question update", exc) from None

@@ -12,9 +12,8 @@ from __future__ import annotations
 import secrets
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.state import RateDecision
 
@@ -47,7 +46,7 @@ class RateLimiter:
 
     async def hit(self, platform: str, sender_id: str) -> RateDecision:
         """Count one message from the sender; ALLOW while under `limit` in the last `window_s`."""
-        try:
+        with redis_errors("rate limit"):
             code = await self._hit(
                 keys=[
                     self._keys.rate(platform, sender_id),
@@ -55,6 +54,4 @@ class RateLimiter:
                 ],
                 args=[max(1, round(self.window_s * 1000)), self.limit, secrets.token_hex(8)],
             )
-        except RedisError as exc:
-            raise storage_error("rate limit", exc) from None
         return {1: RateDecision.ALLOW, 2: RateDecision.NOTIFY}.get(int(code), RateDecision.SILENT)

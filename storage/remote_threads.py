@@ -9,9 +9,8 @@ mapping (`thread_map.py`), so a remembered conversation never loses its server t
 from __future__ import annotations
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.thread_map import THREAD_TTL_S
 
@@ -42,20 +41,16 @@ class RemoteThreads:
     async def get(self, thread_id: str) -> str | None:
         """The server thread id, refreshing the mapping's TTL; None when there is none yet."""
         key = self._keys.remote_thread(thread_id)
-        try:
+        with redis_errors("remote thread read"):
             raw = await self._r.getex(key, ex=self._ttl)
-        except RedisError as exc:
-            raise storage_error("remote thread read", exc) from None
         if raw is None:
             return None
         return raw.decode() if isinstance(raw, bytes) else str(raw)
 
     async def claim(self, thread_id: str, server_thread_id: str) -> str:
         """Store `server_thread_id` unless one is stored already; returns the one that holds."""
-        try:
+        with redis_errors("remote thread claim"):
             raw = await self._claim(
                 keys=[self._keys.remote_thread(thread_id)], args=[server_thread_id, self._ttl]
             )
-        except RedisError as exc:
-            raise storage_error("remote thread claim", exc) from None
         return raw.decode() if isinstance(raw, bytes) else str(raw)

@@ -32,9 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["SendWindow", "SendWindows"]
@@ -105,10 +104,8 @@ class SendWindows:
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]
-        try:
+        with redis_errors("send budget"):
             delay_ms = await self._reserve(keys=keys, args=args)
-        except RedisError as exc:
-            raise storage_error("send budget", exc) from None
         if delay_ms == -1 and most_s is not None:
             return None
         return max(0.0, float(delay_ms) / 1000)
@@ -119,7 +116,5 @@ class SendWindows:
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]
-        try:
+        with redis_errors("send hold"):
             await self._hold(keys=keys, args=args)
-        except RedisError as exc:
-            raise storage_error("send hold", exc) from None

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["LEARN_EVERY_S", "Layout", "announce", "others", "shard_tag", "tag_count"]
@@ -79,7 +78,7 @@ async def announce(client: Any, keys: Keys, count: int) -> tuple[int, ...]:
     """Record this process's shard count and return the other counts processes announced (the
     layouts to drain). A store written by a release before shards (`sb:inbox` or `sb:orphans`
     exists) counts as layout 1, so its streams are drained too."""
-    try:
+    with redis_errors("inbox layout"):
         async with client.pipeline(transaction=False) as pipe:
             pipe.sadd(keys.inbox_layouts(), count)
             pipe.exists(keys.inbox())
@@ -88,8 +87,6 @@ async def announce(client: Any, keys: Keys, count: int) -> tuple[int, ...]:
         if count != 1 and (inbox or orphans):
             await client.sadd(keys.inbox_layouts(), 1)
         members = await client.smembers(keys.inbox_layouts())
-    except RedisError as exc:
-        raise storage_error("inbox layout", exc) from None
     return others(members, count)
 
 

@@ -17,9 +17,8 @@ import uuid
 from dataclasses import dataclass
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = ["REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap"]
@@ -62,29 +61,23 @@ class ThreadMap:
 
     async def resolve(self, conversation_key: str) -> str:
         """The conversation's thread id, created on first use."""
-        try:
+        with redis_errors("thread resolve"):
             raw = await self._resolve(
                 keys=[self._keys.conversation(conversation_key)], args=[new_thread_id(), self._ttl]
             )
-        except RedisError as exc:
-            raise storage_error("thread resolve", exc) from None
         return raw.decode() if isinstance(raw, bytes) else str(raw)
 
     async def peek(self, conversation_key: str) -> str | None:
         """The thread id if the conversation has one, without creating or refreshing it."""
-        try:
+        with redis_errors("thread lookup"):
             raw = await self._r.get(self._keys.conversation(conversation_key))
-        except RedisError as exc:
-            raise storage_error("thread lookup", exc) from None
         return raw.decode() if raw is not None else None
 
     async def start_new(self, conversation_key: str) -> str:
         """Point the conversation at a fresh thread (`/new`); one SET, so it is atomic."""
         thread_id = new_thread_id()
-        try:
+        with redis_errors("thread reset"):
             await self._r.set(self._keys.conversation(conversation_key), thread_id, ex=self._ttl)
-        except RedisError as exc:
-            raise storage_error("thread reset", exc) from None
         return thread_id
 
     async def remember_messages(
@@ -101,7 +94,7 @@ class ThreadMap:
         now = time.time()
         members = {f"{platform}\0{chat_id}\0{mid}": now for mid in message_ids}
         beyond = -(REPLIES_PER_THREAD + 1)
-        try:
+        with redis_errors("reply mapping"):
             async with self._r.pipeline(transaction=False) as pipe:
                 for mid in message_ids:
                     pipe.set(self._keys.message(platform, chat_id, mid), thread_id, ex=self._ttl)
@@ -112,8 +105,6 @@ class ThreadMap:
                 dropped = (await pipe.execute())[-3]
             if dropped:
                 await self._r.delete(*(self._message_key(raw) for raw in dropped))
-        except RedisError as exc:
-            raise storage_error("reply mapping", exc) from None
 
     def _message_key(self, member: bytes | str) -> str:
         text = member.decode() if isinstance(member, bytes) else member
@@ -123,10 +114,8 @@ class ThreadMap:
     async def thread_for_message(self, platform: str, chat_id: str, message_id: str) -> str | None:
         """The thread a bot message belongs to (refreshing its TTL), or None."""
         key = self._keys.message(platform, chat_id, message_id)
-        try:
+        with redis_errors("reply lookup"):
             raw = await self._r.getex(key, ex=self._ttl)
-        except RedisError as exc:
-            raise storage_error("reply lookup", exc) from None
         return raw.decode() if raw is not None else None
 
     async def recent(self, *, limit: int = 50, scan_most: int = 5000) -> list[Conversation]:
@@ -135,7 +124,7 @@ class ThreadMap:
         last used. Looks at no more than `scan_most` mappings (SCAN, on every node of a cluster):
         on a larger store this is the most recent of a sample, not of all."""
         prefix = self._keys.conversation("")
-        try:
+        with redis_errors("conversation list"):
             found: list[str] = []
             async for key in self._r.scan_iter(match=f"{prefix}*", count=1000):
                 found.append(key.decode() if isinstance(key, bytes) else key)
@@ -148,8 +137,6 @@ class ThreadMap:
                         pipe.get(key)
                         pipe.ttl(key)
                     rows.extend(await pipe.execute())
-        except RedisError as exc:
-            raise storage_error("conversation list", exc) from None
         now = time.time()
         listed = [
             Conversation(key[len(prefix) :], thread.decode(), now - (self._ttl - int(ttl)))

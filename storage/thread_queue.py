@@ -43,9 +43,8 @@ from __future__ import annotations
 import time
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, lock_ms
 from switchboard.state import (
@@ -340,15 +339,13 @@ class ThreadQueue:
     async def record(self, lock: Lock, record: bytes) -> bool:
         """Record the batch's answer before its first send; False if the lock is no longer
         ours (the answer must not be sent then)."""
-        try:
+        with redis_errors("ledger record"):
             return bool(
                 await self._record(
                     keys=[self._keys.lock(lock.thread_id), self._ledger_key(lock.thread_id)],
                     args=[lock.token, record, QUEUE_TTL_S],
                 )
             )
-        except RedisError as exc:
-            raise storage_error("ledger record", exc) from None
 
     async def receipt(self, thread_id: str, sent: dict[int, str]) -> None:
         """Record that pieces were accepted by the platform (piece index → message ids)."""
@@ -357,10 +354,8 @@ class ThreadQueue:
         args: list[str] = []
         for index, ids in sent.items():
             args += [f"r:{index}", ids]
-        try:
+        with redis_errors("ledger receipt"):
             await self._receipt(keys=[self._ledger_key(thread_id)], args=args)
-        except RedisError as exc:
-            raise storage_error("ledger receipt", exc) from None
 
     async def absorb(
         self, lock: Lock, after: str, limit: int = QUEUE_CAP
@@ -368,7 +363,7 @@ class ThreadQueue:
         """What queued behind `after` (a sortable entry id), for the holder to take into its
         running turn; None when the lock is not the caller's any more."""
         k = self._keys
-        try:
+        with redis_errors("thread absorb"):
             flat = await self._absorb(
                 keys=[
                     k.lock(lock.thread_id),
@@ -377,8 +372,6 @@ class ThreadQueue:
                 ],
                 args=[lock.token, after, limit],
             )
-        except RedisError as exc:
-            raise storage_error("thread absorb", exc) from None
         if flat is None:
             return None
         return [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
@@ -386,13 +379,11 @@ class ThreadQueue:
     async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None:
         """The conversation's own busy mode (`/queue MODE`); None goes back to the default."""
         key = self._keys.thread(thread_id, "busy")
-        try:
+        with redis_errors("busy mode"):
             if mode is None:
                 await self._r.delete(key)
             else:
                 await self._r.set(key, str(mode), ex=MODE_TTL_S)
-        except RedisError as exc:
-            raise storage_error("busy mode", exc) from None
 
     def _ledger_key(self, thread_id: str) -> str:
         return self._keys.thread(thread_id, "ledger")
@@ -405,17 +396,13 @@ class ThreadQueue:
         pipe.zcard(k.thread(thread_id, "q"))
         pipe.get(k.question(thread_id))
         pipe.get(k.thread(thread_id, "busy"))
-        try:
+        with redis_errors("thread state"):
             busy, unanswered, question, mode = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("thread state", exc) from None
         return ThreadState(bool(busy), int(unanswered), parse_question(question), _mode(mode))
 
     async def _call(self, what: str, script, thread_id: str, args: list) -> list:  # type: ignore[no-untyped-def]
-        try:
+        with redis_errors(f"thread {what}"):
             return await script(keys=self._thread_keys(thread_id), args=args)
-        except RedisError as exc:
-            raise storage_error(f"thread {what}", exc) from None
 
     def _slot(self, thread_id: str, token: str, raw: list) -> Slot:  # type: ignore[type-arg]
         state_raw, depth, flat, question_raw = raw[:4]

@@ -27,9 +27,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
-from storage.failures import storage_error
+from storage.failures import redis_errors
 from storage.keys import Keys
 
 __all__ = [
@@ -142,7 +141,7 @@ class UsageLedger:
         if micros <= 0:
             return False
         daily, weekly = windows_at(self.now())
-        try:
+        with redis_errors("usage record"):
             counted = await self._record(
                 keys=[
                     self._keys.usage_day(platform, user_id, daily.id),
@@ -151,20 +150,16 @@ class UsageLedger:
                 ],
                 args=[int(micros), int(daily.end), int(weekly.end), TURN_MARK_TTL_S],
             )
-        except RedisError as exc:
-            raise storage_error("usage record", exc) from None
         return bool(counted)
 
     async def snapshot(self, platform: str, user_id: str) -> UsageSnapshot:
         daily, weekly = windows_at(self.now())
-        try:
+        with redis_errors("usage read"):
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.get(self._keys.usage_day(platform, user_id, daily.id))
                 pipe.get(self._keys.usage_week(platform, user_id, weekly.id))
                 pipe.hmget(self._keys.usage_limits(platform, user_id), ["daily", "weekly"])
                 day_raw, week_raw, (day_limit, week_limit) = await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("usage read", exc) from None
         return UsageSnapshot(
             daily_micros=_int(day_raw) or 0,
             weekly_micros=_int(week_raw) or 0,
@@ -180,7 +175,7 @@ class UsageLedger:
         _, weekly = windows_at(self.now())
         pattern = self._keys.usage("*", "*", f"week:{weekly.id}")  # braces are literal in a glob
         head, tail = pattern.split("{*:*}")
-        try:
+        with redis_errors("usage list"):
             found: list[str] = []
             async for key in self._r.scan_iter(match=pattern, count=1000):
                 found.append(key.decode() if isinstance(key, bytes) else key)
@@ -192,8 +187,6 @@ class UsageLedger:
                     for key in found[start : start + 500]:
                         pipe.get(key)
                     values.extend(await pipe.execute())
-        except RedisError as exc:
-            raise storage_error("usage list", exc) from None
         spenders = []
         for key, raw in zip(found, values, strict=True):
             platform, _, user_id = key[len(head) + 1 : -len(tail) - 1].partition(":")
@@ -209,32 +202,26 @@ class UsageLedger:
         doomed = [self._keys.usage_day(platform, user_id, daily_w.id)]
         if weekly:
             doomed.append(self._keys.usage_week(platform, user_id, weekly_w.id))
-        try:
+        with redis_errors("usage reset"):
             await self._r.delete(*doomed)
-        except RedisError as exc:
-            raise storage_error("usage reset", exc) from None
 
     async def set_limits(self, platform: str, user_id: str, limits: UsageLimits) -> None:
         """Replace the user's override; a None field falls back to the configured default."""
         key = self._keys.usage_limits(platform, user_id)
         fields = {"daily": limits.daily_micros, "weekly": limits.weekly_micros}
         kept = {name: str(int(v)) for name, v in fields.items() if v is not None}
-        try:
+        with redis_errors("usage limits update"):
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(key)
                 if kept:
                     pipe.hset(key, mapping=kept)
                 await pipe.execute()
-        except RedisError as exc:
-            raise storage_error("usage limits update", exc) from None
 
     async def claim_notice(self, platform: str, user_id: str, chat_id: str, window: Window) -> bool:
         """True the first time in `window` that this user is told in this chat (then marked)."""
         key = self._keys.usage_notice(platform, user_id, chat_id, f"{window.kind}:{window.id}")
-        try:
+        with redis_errors("usage notice claim"):
             return bool(await self._r.set(key, b"1", nx=True, exat=int(window.end)))
-        except RedisError as exc:
-            raise storage_error("usage notice claim", exc) from None
 
 
 def _int(raw: bytes | str | None) -> int | None:
