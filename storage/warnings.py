@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
 
+from storage.failures import redis_errors
 from storage.keys import Keys
-from switchboard.errors import StorageError
 
 __all__ = ["WARNINGS_MAX_KEYS", "WARNINGS_PER_RUN", "WARNINGS_TTL_S", "PendingWarnings"]
 
@@ -121,12 +120,10 @@ class PendingWarnings:
         """Queue a warning for the run's next model call; False if the same text is already queued."""
         key = self._keys.pending_warnings(thread_id)
         member = _member(key, run_id)
-        try:
+        with redis_errors("warning add"):
             await self._touch_index(member)
             added = await self._add(keys=[key], args=[run_id, text, self._per_run, self._ttl])
             await self._touch_index(member)
-        except RedisError as exc:
-            raise StorageError(f"warning add failed: {exc.__class__.__name__}") from None
         return bool(added)
 
     async def _touch_index(self, member: str) -> None:
@@ -145,19 +142,15 @@ class PendingWarnings:
     async def drain(self, thread_id: str, run_id: str) -> list[str]:
         """Return and delete the run's warnings in one step, so each is delivered once."""
         key = self._keys.pending_warnings(thread_id)
-        try:
+        with redis_errors("warning drain"):
             raw = await self._drain(keys=[key], args=[run_id])
             if raw:
                 await self._r.zrem(self._keys.warnings_index(), _member(key, run_id))
-        except RedisError as exc:
-            raise StorageError(f"warning drain failed: {exc.__class__.__name__}") from None
         return _texts(raw)
 
     async def peek(self, thread_id: str, run_id: str) -> list[str]:
-        try:
+        with redis_errors("warning read"):
             raw = await self._r.hget(self._keys.pending_warnings(thread_id), run_id)
-        except RedisError as exc:
-            raise StorageError(f"warning read failed: {exc.__class__.__name__}") from None
         return _texts(raw)
 
     async def clear_run(self, thread_id: str, run_id: str) -> None:
@@ -166,10 +159,8 @@ class PendingWarnings:
     async def clear_other_runs(self, thread_id: str, keep_run_id: str) -> None:
         """At run start: warnings left by earlier (crashed or stopped) runs must never leak in."""
         key = self._keys.pending_warnings(thread_id)
-        try:
+        with redis_errors("warning clear"):
             cleared = await self._clear_others(keys=[key], args=[keep_run_id])
             if cleared:
                 members = [_member(key, _text(run)) for run in cleared]
                 await self._r.zrem(self._keys.warnings_index(), *members)
-        except RedisError as exc:
-            raise StorageError(f"warning clear failed: {exc.__class__.__name__}") from None
