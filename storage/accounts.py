@@ -17,7 +17,9 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import redis.asyncio as redis
 
@@ -91,10 +93,16 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _decode(raw: dict[bytes, bytes]) -> Account | None:
+def _text(value: bytes | str) -> str:
+    """A reply as text: bytes from this package's clients (`decode_responses` is off), but
+    redis-py types every reply as either."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _decode(raw: Mapping[bytes | str, bytes | str]) -> Account | None:
     if not raw:
         return None
-    fields = {k.decode(): v.decode() for k, v in raw.items()}
+    fields = {_text(k): _text(v) for k, v in raw.items()}
     revoked = fields.get("revoked_at") or ""
     return Account(
         name=fields["name"],
@@ -142,10 +150,11 @@ class Accounts:
     async def list(self) -> list[Account]:
         """Every account, revoked ones included, oldest first."""
         with redis_errors("account list"):
-            names = await self._r.zrange(self._keys.accounts(), 0, -1)
+            # redis-py types ZRANGE's reply for withscores=True as well; without it, members only
+            names = cast("list[bytes | str]", await self._r.zrange(self._keys.accounts(), 0, -1))
             async with self._r.pipeline(transaction=False) as pipe:
                 for name in names:
-                    pipe.hgetall(self._keys.account(name.decode()))
+                    pipe.hgetall(self._keys.account(_text(name)))
                 rows = await pipe.execute()
         return [a for a in (_decode(row) for row in rows) if a is not None]
 
@@ -156,7 +165,7 @@ class Accounts:
             raise AccountNotFound(f"no account named {name!r}")
         with redis_errors("account revoke"):
             raw_digest = await self._r.hget(self._keys.account(name), "key_sha256")
-            digest = (raw_digest or b"").decode()
+            digest = _text(raw_digest or b"")
             code = await self._revoke(
                 keys=[self._keys.account(name), self._keys.api_key(digest)],
                 args=[digest, repr(time.time())],
@@ -179,5 +188,5 @@ class Accounts:
             name = await self._r.get(self._keys.api_key(_digest(key)))
         if name is None:
             return None
-        account = await self.get(name.decode())
+        account = await self.get(_text(name))
         return account if account is not None and account.active else None

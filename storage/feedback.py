@@ -15,12 +15,16 @@ Keys (shapes in `storage/keys.py`):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import redis.asyncio as redis
 
 from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.feedback import AnswerRef, VoteRecord
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT
 
 __all__ = [
     "ANSWER_TTL_S",
@@ -123,7 +127,14 @@ class FeedbackStore:
     async def record(self, vote: VoteRecord) -> int:
         """Store `vote`, replacing the user's earlier one on the same answer; a `VoteChange`."""
         cutoff = vote.at - self._keep_s
-        args = [vote.field, vote.encode(), vote.at, str(vote.value), cutoff, self._max]
+        args: list[EncodableT] = [
+            vote.field,
+            vote.encode(),
+            vote.at,
+            str(vote.value),
+            cutoff,
+            self._max,
+        ]
         with redis_errors("vote record"):
             return int(await self._record(keys=self._vote_keys(), args=args))
 

@@ -35,7 +35,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as redis
 import structlog
@@ -47,6 +47,9 @@ from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
 from storage.shards import LEARN_EVERY_S, Layout, announce, others
 from switchboard.errors import StorageError, TransientStorageError
 from switchboard.state import Entry
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT
 
 __all__ = ["INBOX_MAX_LEN", "Entry", "Inbox", "InboxFull", "InboxSummary", "consumer_name"]
 
@@ -185,7 +188,7 @@ class Inbox:
     async def _append_replicated(self, key: str, payload: bytes) -> Any:
         """The append and `WAIT` on one connection in one round trip (WAIT counts the replicas
         that have this connection's writes); the script's text is sent only after NOSCRIPT."""
-        args = [payload, self._shard_cap]
+        args: list[EncodableT] = [payload, self._shard_cap]
         for send_text in (False, True):
             async with self._r.pipeline(transaction=False) as pipe:
                 if send_text:
@@ -294,14 +297,16 @@ class Inbox:
             if isinstance(reply, RedisError):
                 raise storage_error("inbox reclaim", reply)
             if unread:
-                got = _entries(reply, tag)
-                fresh.extend(got)
+                read = _entries(reply, tag)
+                fresh.extend(read)
+                got = len(read)
             else:
                 self._cursors[tag] = _text(reply[0])
-                got = [(tag, _text(i), f) for i, f in reply[1] if i is not None]
-                claimed.extend(got)
+                page = [(tag, _text(i), f) for i, f in reply[1] if i is not None]
+                claimed.extend(page)
+                got = len(page)
                 gone.extend(_entry_id(i, tag) for i in (reply[2] if len(reply) > 2 else ()))
-            if len(got) >= each:
+            if got >= each:
                 full.append((tag, unread))
         return full
 
@@ -363,7 +368,9 @@ class Inbox:
         pending = lag = 0
         for groups in replies:
             named = groups if isinstance(groups, list) else []  # no stream yet: no group either
-            ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
+            ours: dict[str, Any] = next(
+                (g for g in named if _text(g.get("name", b"")) == GROUP), {}
+            )
             pending += int(ours.get("pending") or 0)
             lag += int(ours.get("lag") or 0)
         INBOX_PENDING.set(pending)
@@ -396,7 +403,9 @@ class Inbox:
             if isinstance(length, RedisError):
                 raise storage_error("inbox summary", length)
             named = groups if isinstance(groups, list) else []  # no stream yet: no group either
-            ours = next((g for g in named if _text(g.get("name", b"")) == GROUP), {})
+            ours: dict[str, Any] = next(
+                (g for g in named if _text(g.get("name", b"")) == GROUP), {}
+            )
             unfinished += int(length or 0)
             in_hand += int(ours.get("pending") or 0)
             unread += int(ours.get("lag") or 0)

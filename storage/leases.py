@@ -14,11 +14,17 @@ so a dead process stops counting about when its leases expire.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import redis.asyncio as redis
 
 from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.locks import lock_ms
+
+if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
+    from redis.typing import EncodableT
 
 __all__ = ["LEASE_TTL_S", "Leases"]
 
@@ -86,6 +92,6 @@ class Leases:
             raw = await self._r.get(self._keys.lease(name))
         return raw.decode() if isinstance(raw, bytes) else raw
 
-    async def _run(self, what: str, script, name: str, args: list) -> bool:  # type: ignore[no-untyped-def]
+    async def _run(self, what: str, script: AsyncScript, name: str, args: list[EncodableT]) -> bool:
         with redis_errors(f"lease {what}"):
             return bool(await script(keys=[self._keys.lease(name)], args=args))

@@ -40,7 +40,9 @@ class Orphans:
         self.layout = Layout(shards)
         self.grace_s = grace_s
         self._forget = client.register_script(_FORGET)
-        self._layouts = (self.layout,)  # this one first, then those being drained
+        self._layouts: tuple[Layout, ...] = (
+            self.layout,
+        )  # this one first, then those being drained
         self._learn_at = 0.0  # when to read the announced layouts again (monotonic)
 
     async def watch(self, thread_id: str, after_s: float | None = None) -> None:

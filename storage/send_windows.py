@@ -30,11 +30,15 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import redis.asyncio as redis
 
 from storage.failures import redis_errors
 from storage.keys import Keys
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT
 
 __all__ = ["SendWindow", "SendWindows"]
 
@@ -100,7 +104,7 @@ class SendWindows:
         """Book one send in every window; seconds to wait before sending. With `most_s`, a
         send that would wait longer books nothing and gets None (a cosmetic update skipped)."""
         most_ms = -1 if most_s is None else int(most_s * 1000)
-        args: list[object] = [int(time.time() * 1000), secrets.token_hex(8), most_ms]
+        args: list[EncodableT] = [int(time.time() * 1000), secrets.token_hex(8), most_ms]
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]
@@ -112,7 +116,7 @@ class SendWindows:
 
     async def hold(self, windows: Sequence[SendWindow], seconds: float) -> None:
         """No send in these windows, by any process, for `seconds` (a platform's retry-after)."""
-        args: list[object] = [int(time.time() * 1000), max(1, int(seconds * 1000))]
+        args: list[EncodableT] = [int(time.time() * 1000), max(1, int(seconds * 1000))]
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]

@@ -86,7 +86,7 @@ def connect_sentinel(
     connection here too."""
     spec = parse_sentinel_url(url)
     waiting = type("WaitingSentinelPool", (SentinelConnectionPool, pool), {})
-    sentinel = Sentinel(
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves Sentinel.__init__ unannotated
         list(spec.sentinels),
         sentinel_kwargs={
             "socket_connect_timeout": _SENTINEL_TIMEOUT_S,
@@ -109,16 +109,17 @@ def connect_sentinel(
         retry_on_error=[ConnectionError, TimeoutError],
         decode_responses=False,
     )
-    client.sentinel = sentinel
+    client.sentinels = sentinel
     return client
 
 
 class _SentinelClient(redis.Redis):
     """The primary's client; closing it closes the connections to the Sentinels too."""
 
-    sentinel: Sentinel | None = None
+    # not `sentinel`: that name is redis-py's SENTINEL command method on every client
+    sentinels: Sentinel | None = None
 
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
         await super().aclose(close_connection_pool)
-        if self.sentinel is not None:
-            await self.sentinel.aclose()
+        if self.sentinels is not None:
+            await self.sentinels.aclose()

@@ -41,6 +41,7 @@ the open clarification question for the batch to answer. Every script is idempot
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any, cast
 
 import redis.asyncio as redis
 
@@ -58,6 +59,10 @@ from switchboard.state import (
     parse_question,
     sortable_entry_id,
 )
+
+if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
+    from redis.typing import EncodableT
 
 __all__ = [
     "DONE_TTL_S",
@@ -400,11 +405,16 @@ class ThreadQueue:
             busy, unanswered, question, mode = await pipe.execute()
         return ThreadState(bool(busy), int(unanswered), parse_question(question), _mode(mode))
 
-    async def _call(self, what: str, script, thread_id: str, args: list) -> list:  # type: ignore[no-untyped-def]
+    async def _call(
+        self, what: str, script: AsyncScript, thread_id: str, args: list[EncodableT]
+    ) -> list[Any]:
         with redis_errors(f"thread {what}"):
-            return await script(keys=self._thread_keys(thread_id), args=args)
+            reply = await script(keys=self._thread_keys(thread_id), args=args)
+        # redis-py leaves a script call's reply unannotated; these scripts all reply with an
+        # array of mixed bulk strings, integers and nested arrays
+        return cast("list[Any]", reply)
 
-    def _slot(self, thread_id: str, token: str, raw: list) -> Slot:  # type: ignore[type-arg]
+    def _slot(self, thread_id: str, token: str, raw: list[Any]) -> Slot:
         state_raw, depth, flat, question_raw = raw[:4]
         state = SlotState(state_raw.decode() if isinstance(state_raw, bytes) else state_raw)
         items = [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
@@ -416,7 +426,7 @@ class ThreadQueue:
         return Slot(state, int(depth), lock, items, question, attempt, ledger, mode)
 
 
-def _ledger(flat: list) -> Ledger | None:  # type: ignore[type-arg]
+def _ledger(flat: list[Any]) -> Ledger | None:
     fields = {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
     record = fields.pop("rec", None)
     if record is None:

@@ -25,11 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import redis.asyncio as redis
 
 from storage.failures import redis_errors
 from storage.keys import Keys
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT, FieldT
 
 __all__ = [
     "TURN_MARK_TTL_S",
@@ -181,7 +185,7 @@ class UsageLedger:
                 found.append(key.decode() if isinstance(key, bytes) else key)
                 if len(found) >= scan_most:
                     break
-            values: list[object] = []
+            values: list[bytes | None] = []  # GET replies
             for start in range(0, len(found), 500):
                 async with self._r.pipeline(transaction=False) as pipe:
                     for key in found[start : start + 500]:
@@ -190,7 +194,7 @@ class UsageLedger:
         spenders = []
         for key, raw in zip(found, values, strict=True):
             platform, _, user_id = key[len(head) + 1 : -len(tail) - 1].partition(":")
-            micros = _int(raw)  # type: ignore[arg-type]
+            micros = _int(raw)
             if micros and user_id:
                 spenders.append(Spender(platform, user_id, micros))
         return sorted(spenders, key=lambda s: s.week_micros, reverse=True)[:limit]
@@ -209,7 +213,9 @@ class UsageLedger:
         """Replace the user's override; a None field falls back to the configured default."""
         key = self._keys.usage_limits(platform, user_id)
         fields = {"daily": limits.daily_micros, "weekly": limits.weekly_micros}
-        kept = {name: str(int(v)) for name, v in fields.items() if v is not None}
+        kept: dict[FieldT, EncodableT] = {
+            name: str(int(v)) for name, v in fields.items() if v is not None
+        }
         with redis_errors("usage limits update"):
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(key)
