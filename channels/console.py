@@ -111,7 +111,8 @@ class ConsoleAdapter:
         failed answer ("ref …") can be looked up."""
         self._data_dir = data_dir
 
-    async def start(self) -> None:
+    async def start(self, *, receive: bool = True) -> None:
+        """`receive` changes nothing: the console reads its terminal in `run()`."""
         self._write("Switchboard console — type a message, /help for commands, /quit to leave.\n")
         if self._data_dir is not None:
             self._write(f"(log: {self._data_dir / 'console.log'})\n")

@@ -24,6 +24,7 @@ every message on the final chunks, sending, editing or deleting as needed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -111,8 +112,7 @@ class Throttle(Generic[T]):
         self._interval = interval
         self._clock = clock
         self._sleep = sleep
-        self._pending: T | None = None
-        self._has_pending = False
+        self._pending: tuple[T] | None = None  # boxed: a pending value may itself be None
         self._in_flight = False
         self._closed = False
         self._task: asyncio.Task[None] | None = None
@@ -128,7 +128,7 @@ class Throttle(Generic[T]):
         """Make `value` the next thing shown; returns at once."""
         if self._closed:
             return
-        self._pending, self._has_pending = value, True
+        self._pending = (value,)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._pump(), name="stream:throttle")
 
@@ -141,7 +141,7 @@ class Throttle(Generic[T]):
         """Stop: drop what is pending, let a show in flight end, and with `pace` wait out the
         interval after it, so the caller's next (final) call keeps the pace too."""
         self._closed = True
-        self._pending, self._has_pending = None, False
+        self._pending = None
         task = self._task
         if task is not None and not task.done():
             if not self._in_flight:
@@ -153,30 +153,30 @@ class Throttle(Generic[T]):
                 await self._sleep(delay)
 
     async def _pump(self) -> None:
-        while self._has_pending and not self._closed:
+        while self._pending is not None and not self._closed:
             delay = self._next_at - self._clock()
             if delay > 0:
                 await self._sleep(delay)
                 continue
-            value = self._pending
-            self._pending, self._has_pending = None, False
+            (value,) = self._pending
+            self._pending = None
             self._in_flight = True
             try:
                 with cosmetic():  # a partial update never queues ahead of a reply
-                    await self._show(value)  # type: ignore[arg-type]
+                    await self._show(value)
                 self.shown += 1
                 self._next_at = self._clock() + self._interval
             except BudgetBusy:
                 self._next_at = self._clock() + self._interval
-                if not self._has_pending:
-                    self._pending, self._has_pending = value, True
+                if self._pending is None:
+                    self._pending = (value,)
             except PlatformRateLimited as exc:
                 self.failed += 1
                 wait = max(exc.retry_after or self._interval, self._interval)
                 self._next_at = self._clock() + wait
                 _log.warning("stream.update_rate_limited", retry_after_s=wait)
-                if not self._has_pending:
-                    self._pending, self._has_pending = value, True
+                if self._pending is None:
+                    self._pending = (value,)
             except Exception as exc:  # a partial update is cosmetic; it never fails a turn
                 self.failed += 1
                 self._next_at = self._clock() + self._interval
@@ -295,7 +295,7 @@ class EditStream:
                 if self._texts[i] == _shown(chunk):
                     continue
                 try:
-                    await _patiently(lambda i=i, chunk=chunk: self._ops.edit(self._ids[i], chunk))
+                    await _patiently(functools.partial(self._ops.edit, self._ids[i], chunk))
                     self._texts[i] = _shown(chunk)
                     continue
                 except PlatformError as exc:
@@ -304,7 +304,7 @@ class EditStream:
                     _log.warning("stream.final_edit_failed", code=exc.code)
                     # the rest are sent after this one, so later shown messages must go
                     await self._drop_from(i)
-            posted = await _patiently(lambda chunk=chunk: self._ops.post(chunk, not self._ids))
+            posted = await _patiently(functools.partial(self._ops.post, chunk, not self._ids))
             self._ids.append(posted)
             self._texts.append(_shown(chunk))
         await self._drop_from(len(chunks))

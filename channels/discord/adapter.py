@@ -33,7 +33,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import discord
 import structlog
@@ -118,7 +118,7 @@ MAX_WAITING = 256  # events read but not yet taken by the inbox before the gatew
 
 _NO_PINGS = discord.AllowedMentions.none()
 _PLATFORM = str(Platform.DISCORD)
-_THREAD_ARCHIVE_MIN = 1440  # threads auto-archive after a day without messages
+_THREAD_ARCHIVE_MIN: Final = 1440  # threads auto-archive after a day without messages
 _REMEMBERED = 4096  # bound on each in-memory map (threads, message→thread, interactions)
 _BUTTON_LABEL_MAX = 80
 _MAX_BUTTONS = 25

@@ -141,7 +141,7 @@ class RoutedWebhooks(AsyncWebhookAdapter):
     """Interaction callbacks and follow-ups, aimed at `api_base`."""
 
     def __init__(self, api_base: str) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # discord.py leaves it unannotated
         self.api_base = api_base.rstrip("/")
 
     async def request(self, route: Route, *args: Any, **kwargs: Any) -> Any:
@@ -172,7 +172,7 @@ def _guarded(event: str, parser: Callable[[Any], None]) -> Callable[[Any], None]
     return parse
 
 
-class TappedState(ConnectionState):
+class TappedState(ConnectionState["SwitchboardClient"]):
     """discord.py's connection state, passing raw MESSAGE_CREATEs and our button presses on.
 
     Parsers run inside discord.py's gateway read loop, where an exception would drop the
@@ -226,7 +226,7 @@ class SwitchboardClient(discord.Client):
     ) -> None:
         """`shard` (id, count) makes this client one shard's gateway session; None: all of it.
         `heartbeat_timeout` bounds each gateway read (discord.py's own default: 60 s)."""
-        sharding = {"shard_id": shard[0], "shard_count": shard[1]} if shard else {}
+        shard_id, shard_count = shard if shard else (None, None)
         super().__init__(
             intents=intents,
             allowed_mentions=discord.AllowedMentions.none(),
@@ -234,7 +234,8 @@ class SwitchboardClient(discord.Client):
             heartbeat_timeout=heartbeat_timeout,
             max_messages=None,
             chunk_guilds_at_startup=False,
-            **sharding,
+            shard_id=shard_id,
+            shard_count=shard_count,
         )
         self.http = http
         self._connection.http = http

@@ -15,7 +15,7 @@ payload (`channels/discord/events.py`, `command_to_inbound`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import discord
@@ -94,7 +94,7 @@ def local_commands(
 Signature = tuple[Any, ...]
 
 
-def signature(data: dict[str, Any]) -> Signature:
+def signature(data: Mapping[str, Any]) -> Signature:
     """A command as Discord keeps it, without ids, versions and defaults it fills in."""
     permissions = data.get("default_member_permissions")
     options = tuple(
@@ -118,7 +118,7 @@ def signature(data: dict[str, Any]) -> Signature:
     )
 
 
-def needs_sync(local: Sequence[dict[str, Any]], remote: Sequence[dict[str, Any]]) -> bool:
+def needs_sync(local: Sequence[Mapping[str, Any]], remote: Sequence[Mapping[str, Any]]) -> bool:
     """Whether Discord's commands (its JSON, as `GET …/commands` returns it) differ from ours,
     order aside. Raw JSON, since discord.py's `AppCommand` reads `contexts` off by one."""
     ours = sorted(map(signature, local), key=lambda sig: sig[0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from typing import TypedDict
 
 import discord
 
@@ -23,6 +24,12 @@ __all__ = ["MAX_UPLOAD_BYTES", "DiscordFiles"]
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 _PLATFORM = str(Platform.DISCORD)
+
+
+class _SendExtra(TypedDict, total=False):
+    """`send`'s optional arguments; discord.py's overloads take no None for `reference`."""
+
+    reference: discord.MessageReference
 
 
 class DiscordFiles:
@@ -55,7 +62,7 @@ class DiscordFiles:
                 limit=MAX_UPLOAD_BYTES,
             )
         channel = self._client.get_partial_messageable(int(target.chat_id))
-        extra = {}
+        extra: _SendExtra = {}
         reference = self._reference(target)
         if reference is not None:
             extra["reference"] = reference

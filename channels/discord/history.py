@@ -93,7 +93,7 @@ class DiscordHistory:
                     break
                 raise
             chain.append(data)
-            reference = data.get("message_reference") or {}
+            reference: Mapping[str, Any] = data.get("message_reference") or {}
             following = str(reference.get("message_id") or "") if data.get("type") == 19 else ""
         return chain
 

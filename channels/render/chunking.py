@@ -326,7 +326,8 @@ class _Packer:
         self, best: list[_Cut | None], regions: list[_Region], boundary: _Cut | None
     ) -> _Cut:
         for rank, cut in enumerate(self._inside(regions)):
-            if cut is not None and (best[rank] is None or cut.resume > best[rank].resume):
+            held = best[rank]
+            if cut is not None and (held is None or cut.resume > held.resume):
                 best[rank] = cut
         half = self.limit // 2
         for cut in best:

@@ -232,7 +232,8 @@ class SlackAdapter:
             )
             self._socket.client.wss_uri = str(opened["url"])
             self._connect_task = asyncio.create_task(
-                self._socket.connect_async(), name="slack:socket-mode"
+                self._socket.connect_async(),  # type: ignore[no-untyped-call]  # slack_bolt leaves it unannotated
+                name="slack:socket-mode",
             )
         _log.info(
             "slack.started",
@@ -252,7 +253,7 @@ class SlackAdapter:
                 await self._connect_task
         if self._socket is not None:
             with contextlib.suppress(Exception):
-                await self._socket.close_async()
+                await self._socket.close_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it unannotated
         _log.info("slack.stopped")
 
     # -- inbound -----------------------------------------------------------------------------

@@ -56,7 +56,7 @@ T = TypeVar("T")
 # rebuilt (schema and all) every few calls: about a millisecond per Bot API call. Holding the
 # types we use keeps them cached for the life of the process.
 _RESPONSE_TYPES = tuple(
-    Response[method.__returning__]  # type: ignore[name-defined]
+    Response[method.__returning__]  # type: ignore[name-defined]  # a runtime subscript mypy reads as a type
     for method in (
         AnswerCallbackQuery,
         DeleteMessage,

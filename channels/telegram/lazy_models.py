@@ -33,7 +33,10 @@ import importlib.machinery
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["install", "installed", "types_namespace"]
 
@@ -57,8 +60,8 @@ def types_namespace() -> dict[str, Any] | None:
     return dict(namespace) if namespace is not None else None
 
 
-def _all_subclasses(root: type) -> list[type]:
-    seen: list[type] = []
+def _all_subclasses(root: type[BaseModel]) -> list[type[BaseModel]]:
+    seen: list[type[BaseModel]] = []
     stack = [root]
     while stack:
         for sub in stack.pop().__subclasses__():
@@ -68,13 +71,13 @@ def _all_subclasses(root: type) -> list[type]:
     return seen
 
 
-def _give_namespace(classes: Sequence[type], namespace: dict[str, Any]) -> None:
+def _give_namespace(classes: Sequence[type[BaseModel]], namespace: dict[str, Any]) -> None:
     for cls in classes:
         own = cls.__dict__.get("__pydantic_parent_namespace__")
         if not own:  # module-level classes have none; share one dict rather than copy it
-            cls.__pydantic_parent_namespace__ = namespace  # type: ignore[attr-defined]
+            cls.__pydantic_parent_namespace__ = namespace
         else:
-            cls.__pydantic_parent_namespace__ = {**namespace, **own}  # type: ignore[attr-defined]
+            cls.__pydantic_parent_namespace__ = {**namespace, **own}
 
 
 def _after_types_base(module: ModuleType) -> None:
@@ -85,7 +88,7 @@ def _after_types_base(module: ModuleType) -> None:
 
     rebuild = root.model_rebuild.__func__  # pydantic's own
 
-    def record(cls: type, **kwargs: Any) -> Any:
+    def record(cls: type[BaseModel], /, **kwargs: Any) -> Any:
         namespace = kwargs.get("_types_namespace")
         if namespace is None:  # not the call we know: step aside, aiogram's rebuild runs now
             # one frame more (this one) between pydantic and the caller's names
@@ -95,7 +98,7 @@ def _after_types_base(module: ModuleType) -> None:
             _state["namespace"] = namespace
         return None
 
-    root.model_rebuild = classmethod(record)  # type: ignore[method-assign, assignment]
+    root.model_rebuild = classmethod(record)
 
 
 def _after_types(module: ModuleType) -> None:
