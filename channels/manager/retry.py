@@ -14,6 +14,7 @@ from tenacity import (
     stop_after_delay,
     wait_exponential,
 )
+from tenacity.stop import stop_base
 
 from switchboard.errors import StorageError
 
@@ -29,7 +30,7 @@ async def run_idempotent(
     `delays_s[0]`, at least `len(delays_s)` more times and for at least `at_least_s` (a turn's
     closing steps keep trying for the lock's TTL: its keeper runs meanwhile); then the last
     error is raised."""
-    stop = stop_after_attempt(len(delays_s) + 1)
+    stop: stop_base = stop_after_attempt(len(delays_s) + 1)
     if at_least_s > 0:
         stop = stop & stop_after_delay(at_least_s)
     results: list[Any] = []

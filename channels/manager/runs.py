@@ -136,7 +136,9 @@ class AgentRuns:
             session.stream = shown.stream if shown is not None else None
             return RunOutcome(result=result)
         except asyncio.CancelledError:
-            if not turn.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
+            this = asyncio.current_task()
+            assert this is not None  # asyncio runs this coroutine in a task
+            if not turn.cancelled() or this.cancelling():
                 await _take_back(shown)
                 raise
             if thread_id in self._interrupted:

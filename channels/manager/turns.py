@@ -275,7 +275,7 @@ class TurnScheduler:
         grace = self._config.lock_ttl_s
         if attempt >= self._config.max_attempts:
             return grace
-        return min(_MAX_BACKOFF_S, grace * 2 ** max(0, attempt - 1))
+        return min(_MAX_BACKOFF_S, grace * (1 << max(0, attempt - 1)))
 
     async def _hand_back(
         self, session: TurnSession, *, release: bool, after_s: float | None
@@ -332,9 +332,10 @@ class TurnScheduler:
             if slot.attempt > self._config.max_attempts:  # said once, never recorded
                 record = TurnRecord(tuple(batch.entry_ids))
                 return await self._out_of_attempts(session, batch, record, say=True)
-            record = await self._answer(session, batch, slot)
-            if record is None:
+            answer = await self._answer(session, batch, slot)
+            if answer is None:
                 return await self._interrupted(session, batch)
+            record = answer
             batch = session.batch  # grown by the messages steered into the run
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
@@ -451,20 +452,20 @@ class TurnScheduler:
         self, session: TurnSession, entries: tuple[str, ...], answered: str, outcome: RunOutcome
     ) -> TurnRecord:
         adapter, result = session.adapter, outcome.result
+        pieces: tuple[Piece, ...]
         if result is None:
             pieces = _said(adapter, outcome.said) if outcome.said else ()
             return TurnRecord(entries, pieces=pieces, answered_question=answered)
         structlog.contextvars.bind_contextvars(run_id=result.run_id)
         assert session.batch is not None
-        pieces: tuple[Piece, ...]
         if result.question is not None:
             pending, chunks = self._questions.prepare(
                 adapter, session.batch.last.sender_id, result.question
             )
             pieces = (Piece("question", question=pending, chunks=chunks),)
         else:
-            chunks = self._say.reply_chunks(adapter, result.reply_text)
-            pieces = tuple(Piece("chunk", chunk=c) for c in chunks)
+            reply = self._say.reply_chunks(adapter, result.reply_text)
+            pieces = tuple(Piece("chunk", chunk=c) for c in reply)
         pieces += tuple(Piece("file", file=f) for f in result.files)
         return TurnRecord(entries, result.run_id, pieces, answered, result.usage)
 
@@ -518,13 +519,15 @@ class TurnScheduler:
         delays = self._config.retry_delays_s
         with session.protected():  # recorded answered even if the lock was lost meanwhile
             results = await run_idempotent(work, delays, at_least_s=lock.ttl_s)
-            if finishes_own:  # only after its batch: the pending entry is what brings it back
-                await run_idempotent([lambda: self._s.inbox.finish([own])], delays)  # type: ignore[list-item]
+            if own is not None and finishes_own:
+                # only after its batch: the pending entry is what brings it back
+                await run_idempotent([lambda: self._s.inbox.finish([own])], delays)
         if finishes_own:
             session.own_entry = None
         session.batch = None
         session.answered = None
-        return results[0]
+        taken: Slot = results[0]  # the queue's `finish` is the first step
+        return taken
 
 
 def _streaming(bound: Effective) -> bool | None:
