@@ -10,7 +10,8 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import structlog
 
@@ -80,7 +81,7 @@ def _loop_factory(settings: Settings) -> Callable[[], asyncio.AbstractEventLoop]
     return uvloop.new_event_loop
 
 
-def _run(coro_factory, settings: Settings) -> int:  # type: ignore[no-untyped-def]
+def _run(coro_factory: Callable[[Settings], Coroutine[Any, Any, None]], settings: Settings) -> int:
     try:
         with asyncio.Runner(loop_factory=_loop_factory(settings)) as runner:
             runner.run(coro_factory(settings))

@@ -44,7 +44,7 @@ class _Stores:
 _Handler = Callable[[argparse.Namespace, _Stores], Awaitable[int]]
 
 
-def add_admin_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_admin_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     accounts = subparsers.add_parser("accounts", help="manage Switchboard accounts and API keys")
     acc = accounts.add_subparsers(dest="accounts_command", metavar="COMMAND", required=True)
     create = acc.add_parser("create", help="create an account and print its API key once")

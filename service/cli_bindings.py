@@ -23,7 +23,7 @@ __all__ = ["add_bindings_commands", "default_settings_text"]
 _PLATFORMS = ("slack", "telegram", "discord", "console")
 
 
-def add_bindings_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_bindings_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bindings = subparsers.add_parser("bindings", help="routing and channel policy rules")
     sub = bindings.add_subparsers(dest="bindings_command", metavar="COMMAND", required=True)
     ex = sub.add_parser("explain", help="which rules apply to a conversation, and its settings")

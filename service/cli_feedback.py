@@ -18,7 +18,7 @@ from switchboard.feedback import VoteRecord
 __all__ = ["add_feedback_commands", "format_vote"]
 
 
-def add_feedback_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_feedback_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     feedback = subparsers.add_parser("feedback", help="votes people gave the bot's answers")
     sub = feedback.add_subparsers(dest="feedback_command", metavar="COMMAND", required=True)
     listing = sub.add_parser("list", help="recent votes, newest first, one per line")

@@ -18,7 +18,7 @@ from switchboard.errors import ConfigError
 __all__ = ["add_slack_commands", "manifest_yaml"]
 
 
-def add_slack_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_slack_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     slack = subparsers.add_parser("slack", help="Slack app set-up")
     sub = slack.add_subparsers(dest="slack_command", metavar="COMMAND", required=True)
     manifest = sub.add_parser(

@@ -20,7 +20,7 @@ from switchboard.errors import SwitchboardError
 __all__ = ["add_store_commands", "format_stats"]
 
 
-def add_store_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     store = subparsers.add_parser("store", help="inspect the Redis store")
     sub = store.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
     stats = sub.add_parser("stats", help="key families with counts, TTLs and memory")

@@ -31,7 +31,7 @@ __all__ = ["add_usage_commands", "format_report"]
 _Handler = Callable[[argparse.Namespace, "UsageDesk"], Awaitable[int]]
 
 
-def add_usage_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_usage_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     usage = subparsers.add_parser("usage", help="inspect and reset per-user usage budgets")
     sub = usage.add_subparsers(dest="usage_command", metavar="COMMAND", required=True)
     show = sub.add_parser("show", help="a user's spend and limits today and this week")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -490,10 +490,10 @@ def _channel_problem(s: Settings) -> str | None:
     return None
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     """Read settings once at start-up; a bad value becomes one `ConfigError` line naming it."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")

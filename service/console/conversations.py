@@ -72,6 +72,6 @@ async def recent_turns(
         written.setdefault(count, (str(found.metadata.get("run_id", "")), at))
     views = []
     for asked, answered, count in _turns(messages)[-limit:]:
-        run_id, at = written.get(count, ("", None))
-        views.append(TurnView(asked, answered, run_id, at))
+        run_id, when = written.get(count, ("", None))
+        views.append(TurnView(asked, answered, run_id, when))
     return list(reversed(views))

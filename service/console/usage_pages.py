@@ -75,9 +75,9 @@ async def _change_usage(src: ConsoleSources, visit: Visit, platform: str, user_i
         await src.usage.reset(platform, user_id, weekly=weekly)
         return "This week's and today's spend reset." if weekly else "Today's spend reset."
     if action == "limits":
-        daily = _usd("daily limit", visit.get("daily_usd"))
-        weekly = _usd("weekly limit", visit.get("weekly_usd"))
-        await src.usage.set_limits(platform, user_id, UsageLimits(daily, weekly))
+        daily_usd = _usd("daily limit", visit.get("daily_usd"))
+        weekly_usd = _usd("weekly limit", visit.get("weekly_usd"))
+        await src.usage.set_limits(platform, user_id, UsageLimits(daily_usd, weekly_usd))
         return "Limits saved."
     raise ValueError("unknown action")
 
