@@ -29,7 +29,8 @@ from tests.support import free_port
 
 THREAD = "1690000000.000100"
 TEAM = "T0FAKE"
-JITTER_S = 0.08  # HTTP and scheduling noise between booking a slot and the fake seeing the call
+JITTER_S = 0.15  # HTTP and scheduling noise between booking a slot and the fake seeing the call (a
+# loaded 2-core host showed over 80 ms); unshared pacers still send whole bursts at one instant
 SHOWN = (  # every method that puts something in a channel
     "chat.postMessage",
     "chat.postEphemeral",
