@@ -24,6 +24,7 @@ _log = structlog.get_logger(__name__)
 
 __all__ = [
     "HOME_REQUEST",
+    "UNSUPPORTED_TEXT",
     "AckKind",
     "Adapter",
     "Capabilities",
@@ -46,6 +47,9 @@ __all__ = [
     "Streams",
     "deliver_until_taken",
 ]
+
+UNSUPPORTED_TEXT = "I can only read text for now."
+"""The answer to a message with nothing readable in it (a sticker alone), wherever it is caught."""
 
 Deliver = Callable[[InboundMessage], Awaitable[None]]
 """What an adapter calls for every inbound message, before it acknowledges the platform: returns

@@ -1,8 +1,8 @@
 """The normalised message every adapter produces, and the conversation key derived from it.
 
 Adapters build an `InboundMessage` from a platform event (pure functions, tested on payload dicts);
-the manager never looks at `raw`. Conversation keys follow DESIGN.md's thread table and are strings
-the channel layer owns: `conversation_key()` makes one, `parse_conversation_key()` undoes it.
+the manager never looks at `raw`. Conversation keys follow the table below and are strings the
+channel layer owns: `conversation_key()` makes one, `parse_conversation_key()` undoes it.
 
 | platform / place         | key                                          | thread_anchor         |
 |--------------------------|----------------------------------------------|-----------------------|
@@ -176,7 +176,7 @@ class ConversationRef:
 
 
 def conversation_key(msg: InboundMessage) -> str:
-    """The conversation this message belongs to (DESIGN.md's thread table)."""
+    """The conversation this message belongs to (the module docstring's table)."""
     p = msg.platform
     if p is Platform.TELEGRAM:
         if msg.is_dm:

@@ -1,6 +1,6 @@
 """The Discord adapter (discord.py 2): gateway in, `InboundMessage`s out, rendered chunks back.
 
-Conversations (DESIGN.md): a DM is one conversation; a guild-channel message that mentions the bot
+Conversations (the table in `channels/message.py`): a DM is one conversation; a guild-channel message that mentions the bot
 gets a thread created from it *before* delivery, and the message is delivered with that thread as
 its chat, so the key is `discord:<guild>:<thread>` and the reply lands there. Later messages in a
 thread the bot owns (created in this process, or cached with `owner_id` = the bot, which survives a

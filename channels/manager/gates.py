@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from channels import metrics
-from channels.adapter import AckKind
+from channels.adapter import UNSUPPORTED_TEXT, AckKind
 from channels.commands import DEFAULT_PREFIX, CommandForm, parse_command
 from channels.manager.commands import PRE_ACCESS, CommandDesk
 from channels.manager.context import MessageContext, Outcome
@@ -47,7 +47,6 @@ __all__ = [
 _log = structlog.get_logger(__name__)
 
 Next = Callable[[MessageContext], Awaitable[Outcome]]
-UNSUPPORTED_TEXT = "I can only read text for now."
 RATE_TEXT = "You're sending messages too fast; I'll skip some. Try again in a minute."
 
 

@@ -1,4 +1,4 @@
-"""Which agent thread a message belongs to (DESIGN.md's conversation table)."""
+"""Which agent thread a message belongs to (the table in `channels/message.py`)."""
 
 from __future__ import annotations
 

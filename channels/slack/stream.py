@@ -112,11 +112,6 @@ class SlackStream:
             self._edits = self._edit_stream()
         self._throttle: Throttle[str] = Throttle(self._append, interval=APPEND_INTERVAL_S)
 
-    @property
-    def streaming_api(self) -> bool:
-        """Whether this reply uses Slack's streaming API (else message edits)."""
-        return self._edits is None
-
     async def update(self, text: str) -> None:
         self._partial = Partial(text=text)
         if self._edits is not None:

@@ -54,6 +54,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from channels.adapter import (
+    UNSUPPORTED_TEXT,
     AckKind,
     Capabilities,
     Chunk,
@@ -95,7 +96,6 @@ LIMITS = Capabilities(
     reactions=True,
     votes="reactions",
 )
-UNSUPPORTED_TEXT = "I can only read text for now."
 QUEUED_TEXT = "Got it — I'll answer this right after the current reply."
 STALE_BUTTON_TEXT = "This button no longer works."
 WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"

@@ -4,7 +4,7 @@ No I/O here, so every rule is tested on payload dicts (`tests/unit/channels/test
 Functions accept either wire-format dicts or aiogram objects; dicts are validated into aiogram
 types first, so both go through the same code.
 
-Rules (DESIGN.md's thread table):
+Rules (the table in `channels/message.py`):
 - private chat: every human message with text (or a caption), or with a photo, document, voice
   note, audio or video alone (stickers, polls, locations are not delivered); the chat is the
   conversation;

@@ -1,4 +1,4 @@
-"""Conversation keys follow DESIGN.md's thread table and round-trip through the parser."""
+"""Conversation keys follow the table in `channels/message.py` and round-trip through the parser."""
 
 from __future__ import annotations
 

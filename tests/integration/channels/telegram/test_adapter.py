@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from agent.demo import GREETING, DemoChatModel
-from channels.adapter import AckKind
+from channels.adapter import UNSUPPORTED_TEXT, AckKind
 from channels.manager import Manager
 from channels.telegram.adapter import (
     QUEUED_TEXT,
     STALE_BUTTON_TEXT,
-    UNSUPPORTED_TEXT,
     BotIdentity,
     TelegramAdapter,
     to_inbound,
