@@ -52,6 +52,7 @@ from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
     Accounts,
+    Admission,
     BindingsStore,
     ConsoleSessions,
     ContextRecords,
@@ -150,6 +151,8 @@ async def build_core(
     bindings = load_configured_bindings(settings)  # a bad file stops start-up first
     keys = Keys(settings.redis_prefix)
     ttl_s = settings.thread_ttl_days * 24 * 3600
+    dedupe = Dedupe(client, keys=keys)
+    rate = RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0)
     stores = ManagerStores(
         inbox=Inbox(
             client,
@@ -159,7 +162,7 @@ async def build_core(
             min_replicas=settings.redis_min_replicas_ack,
             replicas_timeout_ms=settings.redis_min_replicas_timeout_ms,
         ),
-        dedupe=Dedupe(client, keys=keys),
+        dedupe=dedupe,
         threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
         locks=ThreadLocks(client, keys=keys),
         queue=ThreadQueue(client, keys=keys, lock_ttl_s=settings.lock_ttl_s),
@@ -170,7 +173,8 @@ async def build_core(
             shards=settings.inbox_shard_count,
         ),
         questions=PendingQuestions(client, keys=keys),
-        rate=RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0),
+        rate=rate,
+        admission=Admission(client, dedupe=dedupe, rate=rate),
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
         failures=FailureLog(client, keys=keys),
         feedback=FeedbackStore(client, keys=keys) if settings.feedback == "on" else None,

@@ -12,6 +12,7 @@ from storage.accounts import (
     Accounts,
     InvalidAccountName,
 )
+from storage.admission import Admission
 from storage.bindings_store import BindingsStore, StoredBindings
 from storage.checkpoint import FencedOut, RedisCheckpointSaver
 from storage.connection import (
@@ -97,6 +98,7 @@ __all__ = [
     "AccountExists",
     "AccountNotFound",
     "Accounts",
+    "Admission",
     "AlreadyLinked",
     "BindingsStore",
     "Claim",

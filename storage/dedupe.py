@@ -14,9 +14,10 @@ import redis.asyncio as redis
 
 from storage.failures import redis_errors
 from storage.keys import Keys
+from storage.scripts import ScriptCall
 from switchboard.state import Claim
 
-__all__ = ["DEDUPE_TTL_S", "Claim", "Dedupe"]
+__all__ = ["DEDUPE_TTL_S", "Claim", "Dedupe", "claim_of"]
 
 DEDUPE_TTL_S = 24 * 3600  # Telegram keeps undelivered updates for 24 h; the longest retry window.
 
@@ -55,11 +56,18 @@ class Dedupe:
         self, platform: str, provider_ids: list[str], *, scope: str, owner: str
     ) -> Claim:
         """Claim every id of one message for the inbox entry `owner`, all or none."""
+        call = self.claim_call(platform, provider_ids, scope=scope, owner=owner)
         with redis_errors("dedupe claim"):
-            raw = await self._claim(
-                keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
-            )
-        return Claim(raw.decode() if isinstance(raw, bytes) else raw)
+            raw = await self._claim(keys=call.keys, args=call.args)
+        return claim_of(raw)
+
+    def claim_call(
+        self, platform: str, provider_ids: list[str], *, scope: str, owner: str
+    ) -> ScriptCall:
+        """`claim` as a script call, to run in one round trip with others (`storage.scripts`)."""
+        return ScriptCall(
+            self._claim, self._slots(platform, provider_ids, scope), [owner, self._ttl]
+        )
 
     async def finish(
         self, platform: str, provider_ids: list[str], *, scope: str, owner: str
@@ -69,3 +77,8 @@ class Dedupe:
             await self._finish(
                 keys=self._slots(platform, provider_ids, scope), args=[owner, self._ttl]
             )
+
+
+def claim_of(raw: object) -> Claim:
+    """The claim script's reply as a `Claim`."""
+    return Claim(raw.decode() if isinstance(raw, bytes) else str(raw))

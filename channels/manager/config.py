@@ -8,6 +8,7 @@ from typing import Protocol
 from agent.result import TurnContext, TurnResult
 from channels.manager.feedback import VoteStore
 from channels.manager.ports import (
+    AdmissionStore,
     ContextStore,
     DedupeStore,
     FailureStore,
@@ -48,6 +49,7 @@ class ManagerStores:
     context: ContextStore | None = None  # conversation context (None: turns get none)
     feedback: VoteStore | None = None  # votes on answers (None: answers cannot be rated)
     failures: FailureStore | None = None  # failures by reference id, for the console
+    admission: AdmissionStore | None = None  # dedupe + flood limit in one round trip (else two)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from agent.result import TurnContext
 from channels.adapter import Adapter, ReplyStream
 from channels.commands import Command
 from channels.message import InboundMessage, ReplyTarget, conversation_key
-from switchboard.state import BusyMode, Lock
+from switchboard.state import BusyMode, Lock, RateDecision
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch
@@ -62,6 +62,7 @@ class MessageContext:
     conversation: str = ""
     thread_id: str | None = None
     turn_order: ChatOrder | None = None  # set by the intake: queue after earlier messages
+    rate: RateDecision | None = None  # the flood limit's verdict, when taken with the dedupe claim
 
     def __post_init__(self) -> None:
         self.conversation = conversation_key(self.msg)

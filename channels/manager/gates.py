@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from channels import metrics
-from channels.adapter import UNSUPPORTED_TEXT, AckKind
+from channels.adapter import HOME_REQUEST, UNSUPPORTED_TEXT, AckKind
 from channels.commands import DEFAULT_PREFIX, CommandForm, parse_command
 from channels.manager.commands import PRE_ACCESS, CommandDesk
 from channels.manager.context import MessageContext, Outcome
-from channels.manager.ports import DedupeStore, RateStore
+from channels.manager.ports import AdmissionStore, DedupeStore, RateStore
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
 from channels.manager.routing import ThreadResolver, creates_conversation
@@ -61,17 +61,40 @@ def build_chain(gates: Sequence[Gate], endpoint: Next) -> Next:
     return handler
 
 
-class DedupeGate:
-    """Platform retries and twin events (Slack's message + app_mention) get one answer."""
+def rate_limited(msg: InboundMessage) -> bool:
+    """Whether the sender's flood limit counts this message: every typed one, commands too."""
+    return msg.platform is not Platform.CONSOLE and msg.button is None
 
-    def __init__(self, dedupe: DedupeStore) -> None:
+
+class DedupeGate:
+    """Platform retries and twin events (Slack's message + app_mention) get one answer.
+
+    With an `admission` store, a message the flood limit will count (`AccessAndRate`) is
+    claimed and counted in one round trip; a duplicate is not counted twice (the limit counts
+    a message by its own id), and the verdict waits in `ctx.rate`. Votes and Home requests,
+    which leave the chain before the flood limit, are only claimed."""
+
+    def __init__(self, dedupe: DedupeStore, admission: AdmissionStore | None = None) -> None:
         self._dedupe = dedupe
+        self._admission = admission
 
     async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         msg = ctx.msg
-        claim = await self._dedupe.claim(
-            str(msg.platform), list(msg.dedupe_ids), scope=msg.chat_id, owner=ctx.entry_id
-        )
+        ids = list(msg.dedupe_ids)
+        home = msg.native is not None and msg.native.name == HOME_REQUEST
+        if self._admission is not None and rate_limited(msg) and msg.vote is None and not home:
+            claim, ctx.rate = await self._admission.admit(
+                str(msg.platform),
+                ids,
+                scope=msg.chat_id,
+                owner=ctx.entry_id,
+                sender_id=msg.sender_id,
+                message_id=ids[0],
+            )
+        else:
+            claim = await self._dedupe.claim(
+                str(msg.platform), ids, scope=msg.chat_id, owner=ctx.entry_id
+            )
         if claim is Claim.DUPLICATE:
             metrics.DEDUPE_HITS.labels(platform=str(msg.platform)).inc()
             _log.info("message.deduped")
@@ -136,10 +159,14 @@ class AccessAndRate:
         if msg.button is None:
             await self._parse(ctx)
         grants_access = ctx.command is not None and ctx.command.name in PRE_ACCESS
-        limited = msg.platform is not Platform.CONSOLE and msg.button is None
+        if ctx.rate is not None:  # counted with the dedupe claim
+            counted: Awaitable[RateDecision] = _decided(ctx.rate)
+        elif rate_limited(msg):
+            counted = self._rate.hit(str(msg.platform), msg.sender_id, msg.dedupe_ids[0])
+        else:
+            counted = _decided(RateDecision.ALLOW)
         decision, allowed = await asyncio.gather(
-            self._rate.hit(str(msg.platform), msg.sender_id) if limited else _allow(),
-            _granted() if grants_access else self._allowed(ctx),
+            counted, _granted() if grants_access else self._allowed(ctx)
         )
         if decision is not RateDecision.ALLOW:
             _log.info("message.rate_limited", decision=str(decision))
@@ -251,8 +278,8 @@ class Routing:
         return await call_next(ctx)
 
 
-async def _allow() -> RateDecision:
-    return RateDecision.ALLOW
+async def _decided(decision: RateDecision) -> RateDecision:
+    return decision
 
 
 async def _granted() -> bool:

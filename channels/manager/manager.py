@@ -110,7 +110,7 @@ class Manager:
         self._chain = build_chain(
             [
                 ObserveGate(stores.context, access, keep=config.observe_keep),
-                DedupeGate(stores.dedupe),
+                DedupeGate(stores.dedupe, stores.admission),
                 HomeGate(
                     access,
                     usage,

@@ -29,6 +29,7 @@ from switchboard.state import (
 )
 
 __all__ = [
+    "AdmissionStore",
     "ContextStore",
     "DedupeStore",
     "FailureStore",
@@ -101,9 +102,7 @@ class QueueStore(Protocol):
     async def finish(self, lock: Lock, answered: list[str], question_id: str = "") -> Slot: ...
     async def record(self, lock: Lock, record: bytes) -> bool: ...
     async def receipt(self, thread_id: str, sent: dict[int, str]) -> None: ...
-    async def absorb(
-        self, lock: Lock, after: str, limit: int = ...
-    ) -> list[QueuedItem] | None: ...
+    async def absorb(self, lock: Lock, after: str, limit: int = ...) -> list[QueuedItem] | None: ...
     async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None: ...
     async def state(self, thread_id: str) -> ThreadState: ...
 
@@ -124,7 +123,24 @@ class QuestionStore(Protocol):
 
 
 class RateStore(Protocol):
-    async def hit(self, platform: str, sender_id: str) -> RateDecision: ...
+    async def hit(
+        self, platform: str, sender_id: str, message_id: str | None = None
+    ) -> RateDecision: ...
+
+
+class AdmissionStore(Protocol):
+    """The dedupe claim and the flood-limit hit of one message in one round trip."""
+
+    async def admit(
+        self,
+        platform: str,
+        provider_ids: list[str],
+        *,
+        scope: str,
+        owner: str,
+        sender_id: str,
+        message_id: str,
+    ) -> tuple[Claim, RateDecision]: ...
 
 
 class ContextStore(Protocol):

@@ -548,7 +548,9 @@ class MemoryRate:
         self.limit = limit
         self.window_s = window_s
 
-    async def hit(self, platform: str, sender_id: str) -> RateDecision:
+    async def hit(
+        self, platform: str, sender_id: str, message_id: str | None = None
+    ) -> RateDecision:
         now_ms = round(self._s.clock() * 1000)
         window_ms = max(1, round(self.window_s * 1000))
         key = f"rate:{platform}:{sender_id}"
@@ -556,8 +558,11 @@ class MemoryRate:
         for member, score in list(hits.items()):
             if score <= now_ms - window_ms:
                 del hits[member]
+        member = f"m:{message_id}" if message_id is not None else secrets.token_hex(8)
+        if member in hits:
+            return RateDecision.ALLOW
         if len(hits) < self.limit:
-            hits[secrets.token_hex(8)] = now_ms
+            hits[member] = now_ms
             self._s.expire(key, window_ms / 1000)
             return RateDecision.ALLOW
         self._s.prune(key)

@@ -279,6 +279,18 @@ async def test_flood_gets_one_notice_per_window(make_manager) -> None:
     assert len([t for t in adapter.texts() if "too fast" in t]) == 1
 
 
+async def test_twin_deliveries_count_once_against_the_flood_limit(make_manager) -> None:
+    """Slack sends a mention as `message` and `app_mention` (two event ids, one message): one
+    answer, and the twin costs the sender nothing of their flood limit."""
+    manager, adapter = await setup(make_manager, rate_limit_per_minute=3)
+    for i in range(3):
+        message = dm(f"echo n{i}", mid=f"twin{i}")
+        await manager.deliver(replace(message, event_ids=(f"Ev{i}a",)))
+        await manager.deliver(replace(message, event_ids=(f"Ev{i}b",)))
+        await manager.idle()
+    assert adapter.texts() == ["n0", "n1", "n2"]
+
+
 @pytest.mark.parametrize("text", ["", "   "])
 async def test_blank_message_gets_a_text_only_notice(make_manager, text: str) -> None:
     manager, adapter = await setup(make_manager)

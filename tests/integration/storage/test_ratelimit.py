@@ -65,3 +65,15 @@ async def test_concurrent_hits_never_allow_more_than_the_limit(
         RateDecision.SILENT: 34,
     }
     assert await redis.zcard(keys.rate("tg", "u1")) == 5
+
+
+async def test_a_message_counted_again_by_its_id_is_let_through_uncounted(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    limiter = RateLimiter(redis, keys=keys, limit=2, window_s=60.0)
+    assert await limiter.hit("tg", "u1", "c1:m1") == RateDecision.ALLOW
+    assert await limiter.hit("tg", "u1", "c1:m1") == RateDecision.ALLOW  # a redelivery
+    assert await limiter.hit("tg", "u1", "c1:m2") == RateDecision.ALLOW
+    assert await redis.zcard(keys.rate("tg", "u1")) == 2
+    assert await limiter.hit("tg", "u1", "c1:m3") == RateDecision.NOTIFY
+    assert await limiter.hit("tg", "u1", "c1:m2") == RateDecision.ALLOW  # counted already

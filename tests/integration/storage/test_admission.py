@@ -1,0 +1,78 @@
+"""A message's dedupe claim and flood-limit hit in one round trip, against a real server."""
+
+from __future__ import annotations
+
+import pytest
+import redis.asyncio as aioredis
+
+from storage import Admission, Claim, Dedupe, Keys, RateDecision, RateLimiter
+from storage.scripts import ScriptCall, run_scripts
+from tests.fakes.tcp_proxy import TcpProxy
+
+__all__: list[str] = []
+
+
+def _admission(redis: aioredis.Redis, keys: Keys, limit: int = 2) -> Admission:
+    rate = RateLimiter(redis, keys=keys, limit=limit, window_s=60.0)
+    return Admission(redis, dedupe=Dedupe(redis, keys=keys), rate=rate)
+
+
+async def _admit(admission: Admission, message: str, owner: str) -> tuple[Claim, RateDecision]:
+    return await admission.admit(
+        "slack", [f"D1:{message}"], scope="D1", owner=owner, sender_id="U1", message_id=message
+    )
+
+
+async def test_a_twin_delivery_is_a_duplicate_and_is_not_counted_twice(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    admission = _admission(redis, keys, limit=2)
+    assert await _admit(admission, "m1", "1-0") == (Claim.NEW, RateDecision.ALLOW)
+    assert await _admit(admission, "m1", "2-0") == (Claim.DUPLICATE, RateDecision.ALLOW)
+    assert await _admit(admission, "m2", "3-0") == (Claim.NEW, RateDecision.ALLOW)
+    assert await redis.zcard(keys.rate("slack", "U1")) == 2
+    assert await _admit(admission, "m3", "4-0") == (Claim.NEW, RateDecision.NOTIFY)
+
+
+async def test_the_same_entry_admitted_again_after_a_lost_reply_is_new_and_counted_once(
+    redis: aioredis.Redis, keys: Keys
+) -> None:
+    admission = _admission(redis, keys, limit=1)
+    assert await _admit(admission, "m1", "1-0") == (Claim.NEW, RateDecision.ALLOW)
+    assert await _admit(admission, "m1", "1-0") == (Claim.NEW, RateDecision.ALLOW)
+    assert await redis.zcard(keys.rate("slack", "U1")) == 1
+
+
+async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_script_flush(
+    redis_url: str, keys: Keys, redis_cluster: bool
+) -> None:
+    if redis_cluster:
+        pytest.skip("a cluster client talks to every node directly; one proxy cannot count it")
+    host, port = redis_url.split("//")[1].split("/")[0].split(":")
+    proxy = TcpProxy(host, int(port))
+    await proxy.start()
+    client = aioredis.Redis.from_url(proxy.url)
+    try:
+        admission = _admission(client, keys, limit=10)
+        await _admit(admission, "m0", "0-0")  # connected, scripts loaded
+        proxy.requests = 0
+        assert await _admit(admission, "m1", "1-0") == (Claim.NEW, RateDecision.ALLOW)
+        assert proxy.requests == 1
+        await client.script_flush()
+        proxy.requests = 0
+        assert await _admit(admission, "m2", "2-0") == (Claim.NEW, RateDecision.ALLOW)
+        assert proxy.requests == 2  # NOSCRIPT for both, then their text
+    finally:
+        await client.aclose()
+        await proxy.stop()
+
+
+async def test_a_script_error_among_the_calls_is_raised(redis: aioredis.Redis, keys: Keys) -> None:
+    broken = redis.register_script("return redis.call('INCR', KEYS[1], 'no such arg')")
+    fine = redis.register_script("return 1")
+    calls = [
+        ScriptCall(fine, [keys.rate("t", "a")], []),
+        ScriptCall(broken, [keys.rate("t", "b")], []),
+    ]
+    with pytest.raises(aioredis.ResponseError):
+        await run_scripts(redis, calls)
