@@ -2,18 +2,21 @@
 
 redis-py's own pipeline support for `Script` objects first asks `SCRIPT EXISTS` on every
 execute, a round trip of its own; here each script's text is sent only for a call the server
-answered `NOSCRIPT` (after a restart or `SCRIPT FLUSH`), in a second round trip. On a cluster the
-calls may live in different slots: the non-transactional pipeline sends each to its node.
+answered `NOSCRIPT` (after a restart or `SCRIPT FLUSH`), in a second round trip. redis-py
+refuses scripts in a cluster pipeline (their slots may lie on different nodes), so on a cluster
+the calls go out at once, each to its node: one round trip of wall time, one request per call.
 Use it only for calls that are independent of each other (none reads what another writes).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisError
 
 if TYPE_CHECKING:
@@ -32,6 +35,8 @@ class ScriptCall:
 
 async def run_scripts(client: redis.Redis, calls: Sequence[ScriptCall]) -> list[Any]:
     """Each call's reply, in order; the first Redis error among them is raised."""
+    if isinstance(client, RedisCluster):
+        return list(await asyncio.gather(*(c.script(keys=c.keys, args=c.args) for c in calls)))
     async with client.pipeline(transaction=False) as pipe:
         for call in calls:
             pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
