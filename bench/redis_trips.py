@@ -1,11 +1,8 @@
 """Redis round trips per plain DM turn, through the production wiring.
 
-The manager (`build_core`: intake, gates, thread queue, reply ledger, Redis checkpoints, the
-built-in agent on the demo model) talks to Redis through a loopback proxy that counts the
-requests the client writes (a pipeline or a script is one write, so one round trip). The
-intake's idle traffic (its blocking read, once a second, and housekeeping) is measured over an
-idle window first and subtracted. Messages are sent one at a time, each awaited through the
-recording adapter (not through Redis), from one DM sender who is already known.
+How it counts is `tests/round_trips.py` (shared with the test that holds the budget): the
+production wiring talks to Redis through a loopback proxy that counts the requests written, the
+intake's idle traffic measured first and subtracted.
 
 Run: `.venv/bin/python bench/redis_trips.py [turns]`.
 """
@@ -15,77 +12,22 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-from channels.message import InboundMessage, Platform
-from service.app import build_core
 from service.logging import configure_logging
-from service.settings import Settings
-from storage import connect
-from tests.fakes.recording_adapter import RecordingAdapter
-from tests.fakes.tcp_proxy import TcpProxy
+from tests.round_trips import measure as _measure
 
 IDLE_S = 6.0
 
 
-def _dm(text: str, n: int) -> InboundMessage:
-    return InboundMessage(
-        platform=Platform.SLACK,
-        workspace_id="T1",
-        chat_id="D1",
-        sender_id="U1",
-        sender_name="alice",
-        text=text,
-        provider_message_id=f"trip-{n}",
-        is_dm=True,
-    )
-
-
-async def _answered(adapter: RecordingAdapter, n: int) -> None:
-    while len(adapter.texts()) < n:  # noqa: ASYNC110 - the recording adapter has no event
-        await asyncio.sleep(0.002)
-
-
 async def measure(redis_url: str, turns: int) -> dict[str, float]:
-    host, port = redis_url.split("//")[1].split("/")[0].split(":")
-    proxy = TcpProxy(host, int(port))
-    await proxy.start()
-    client = connect(proxy.url)
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        access="open",
-        redis_prefix=f"trips{uuid.uuid4().hex[:6]}:",
-        data_dir=Path(tempfile.mkdtemp()),
-        rate_limit_per_minute=1_000_000,
-        streaming="off",
-    )
-    try:
-        async with build_core(settings, client) as core:
-            adapter = RecordingAdapter()
-            core.manager.register(adapter)
-            for n in range(3):  # warm-up: the thread exists, scripts are loaded
-                await core.manager.deliver(_dm(f"echo warm{n}", n))
-                await _answered(adapter, n + 1)
-            await asyncio.sleep(1.0)
-            proxy.requests = 0
-            await asyncio.sleep(IDLE_S)
-            idle_rate = proxy.requests / IDLE_S
-            proxy.requests = 0
-            started = time.monotonic()
-            for n in range(turns):
-                await core.manager.deliver(_dm(f"echo t{n}", 100 + n))
-                await _answered(adapter, 4 + n)
-            elapsed = time.monotonic() - started
-            trips = proxy.requests - idle_rate * elapsed
-    finally:
-        await client.aclose()
-        await proxy.stop()
-    return {"per_turn": trips / turns, "idle_per_s": idle_rate, "turn_ms": elapsed / turns * 1000}
+    """The shape `bench/bot_floor.py` reads from any checkout's copy of this file."""
+    trips = await _measure(redis_url, f"trips{uuid.uuid4().hex[:6]}:", turns, idle_s=IDLE_S)
+    return {"per_turn": trips.per_turn, "idle_per_s": trips.idle_per_s, "turn_ms": trips.turn_ms}
 
 
 async def main(turns: int) -> None:

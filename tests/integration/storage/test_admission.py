@@ -7,7 +7,7 @@ import redis.asyncio as aioredis
 
 from storage import Admission, Claim, Dedupe, Keys, RateDecision, RateLimiter
 from storage.scripts import ScriptCall, run_scripts
-from tests.fakes.tcp_proxy import TcpProxy
+from tests.round_trips import counting_client
 
 __all__: list[str] = []
 
@@ -48,11 +48,7 @@ async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_scri
 ) -> None:
     if redis_cluster:
         pytest.skip("a cluster client talks to every node directly; one proxy cannot count it")
-    host, port = redis_url.split("//")[1].split("/")[0].split(":")
-    proxy = TcpProxy(host, int(port))
-    await proxy.start()
-    client = aioredis.Redis.from_url(proxy.url)
-    try:
+    async with counting_client(redis_url) as (client, proxy):
         admission = _admission(client, keys, limit=10)
         await _admit(admission, "m0", "0-0")  # connected, scripts loaded
         proxy.requests = 0
@@ -62,9 +58,6 @@ async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_scri
         proxy.requests = 0
         assert await _admit(admission, "m2", "2-0") == (Claim.NEW, RateDecision.ALLOW)
         assert proxy.requests == 2  # NOSCRIPT for both, then their text
-    finally:
-        await client.aclose()
-        await proxy.stop()
 
 
 async def test_a_script_error_among_the_calls_is_raised(redis: aioredis.Redis, keys: Keys) -> None:
