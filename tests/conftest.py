@@ -6,7 +6,9 @@
 - Tests that run the CLI in-process call `configure_logging`, whose `cache_logger_on_first_use`
   would pin every module logger first used afterwards to that configuration for the rest of the
   process, and its level filter would drop the debug events later tests capture. In tests loggers
-  are never cached, and each test ends with logging as it found it.
+  are never cached, and each test ends with logging as it found it: root handlers and level, and
+  every named logger's level (`configure_logging` quiets `discord.gateway` and other libraries,
+  which blinded a later test that reads their debug lines, depending on test order).
 """
 
 from __future__ import annotations
@@ -41,7 +43,19 @@ def _logging_as_it_was() -> Iterator[None]:
     saved = structlog.get_config()
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    levels = _levels()
     yield
     structlog.configure(**saved)
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name, was in _levels().items():
+        if levels.get(name, logging.NOTSET) != was:
+            logging.getLogger(name).setLevel(levels.get(name, logging.NOTSET))
+
+
+def _levels() -> dict[str, int]:
+    return {
+        name: logger.level
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
