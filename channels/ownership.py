@@ -11,6 +11,11 @@ shard, and a `FairShare` keeps a process from holding more than ceil(shards / li
 them: a process alone takes every shard, one that sees a newcomer lets its surplus go (one shard
 per renewal interval) for the newcomer to take, and survivors take a dead one's shards once its
 leases and its heartbeat have expired.
+
+Every loop here also ends on its own `_stopping` flag, not on cancellation alone: on Python 3.11
+`asyncio.wait_for`, which redis-py puts around each command's send, drops a cancellation that
+lands as the send completes (CPython gh-86296), and a loop that lived on would keep beating or
+renewing for a process that let go, while its `stop()` waited forever.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class FairShare:
         self._owners: list[ConnectionOwner] = []
         self._live = 1
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def quota(self) -> int:
@@ -94,6 +100,7 @@ class FairShare:
         self._task = asyncio.create_task(self._loop(), name=f"lease-share:{self.group}")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -104,11 +111,15 @@ class FairShare:
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(self._leases.ttl_s / 3)
+            if self._stopping:
+                return
             try:
                 live = await self._leases.beat(self.group, self._member)
             except StorageError as exc:
                 _log.warning("lease.beat_failed", group=self.group, error=str(exc))
                 continue
+            if self._stopping:
+                return
             if live != self._live:
                 self._live = live
                 _log.info("lease.members", group=self.group, live=live, quota=self.quota)
@@ -129,6 +140,7 @@ class ConnectionOwner:
         self._task: asyncio.Task[None] | None = None
         self.owner = False
         self.opening = False  # lease taken, connection not yet up: counts against the share
+        self._stopping = False
 
     async def start(self) -> None:
         """Try once now (a single process owns its connection before it reports started),
@@ -137,6 +149,7 @@ class ConnectionOwner:
         self._task = asyncio.create_task(self._loop(), name=f"lease:{self._name}")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -172,12 +185,13 @@ class ConnectionOwner:
         """`start_receiving`, renewing the lease meanwhile (a gateway may need longer than a TTL
         to become ready); False, with the connection closed again, if the lease was lost."""
         lost = asyncio.Event()
+        done = False
 
         async def keep() -> None:
-            while True:
+            while not done:
                 await asyncio.sleep(self._leases.ttl_s / 3)
                 with contextlib.suppress(StorageError):
-                    if not await self._leases.renew(self._name, self._token):
+                    if not done and not await self._leases.renew(self._name, self._token):
                         lost.set()
                         return
 
@@ -187,6 +201,7 @@ class ConnectionOwner:
             await self._receiver.start_receiving()
         finally:
             self.opening = False
+            done = True
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
@@ -235,6 +250,8 @@ class ConnectionOwner:
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(every)
+            if self._stopping:
+                return
             if not self.owner:
                 await self._try_acquire()
                 renewed = time.monotonic()

@@ -55,6 +55,7 @@ class BindingsSync:
         self._version = 0
         self._task: asyncio.Task[None] | None = None
         self._side: set[asyncio.Task[None]] = set()
+        self._closing = False  # the poll ends on it too: Python 3.11 can drop a cancellation
 
     @property
     def version(self) -> int:
@@ -78,6 +79,7 @@ class BindingsSync:
         self._task = asyncio.create_task(self._poll(), name="bindings-sync")
 
     async def aclose(self) -> None:
+        self._closing = True
         for task in (self._task, *self._side):
             if task is not None:
                 task.cancel()
@@ -105,7 +107,7 @@ class BindingsSync:
         return version
 
     async def _poll(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(self._poll_s)
             try:
                 version = await self._store.version()

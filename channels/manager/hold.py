@@ -16,6 +16,10 @@ second per waiting thread.
 What records something that already happened (a sent piece's receipt, the batch recorded
 answered) runs `protected()`: a lost lock does not cancel it, since it stays true whoever holds
 the lock now; the caller checks `lost` afterwards.
+
+The keeper ends on `_released` as well as on its cancellation: on Python 3.11 a cancellation that
+lands as a Redis command's send completes is dropped (`asyncio.wait_for`, CPython gh-86296), and
+a keeper that lived on would hold the thread's lock, and its conversation, forever.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class ThreadHold:
         self._unprotected.set()
         self._quiet = False
         self._woken = asyncio.Event()
+        self._released = False
         self.lost = False
 
     @contextlib.contextmanager
@@ -90,6 +95,7 @@ class ThreadHold:
         tb: TracebackType | None,
     ) -> bool:
         assert self._keeper is not None and self._body is not None
+        self._released = True
         self._keeper.cancel()
         await asyncio.gather(self._keeper, return_exceptions=True)
         if self.lost and exc_type is asyncio.CancelledError and self._body.uncancel() == 0:
@@ -107,9 +113,12 @@ class ThreadHold:
             self._woken.clear()
             if self._quiet:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._woken.wait(), rarely)
+                    async with asyncio.timeout(rarely):
+                        await self._woken.wait()
             else:
                 await asyncio.sleep(often)
+            if self._released:
+                return
             try:
                 held, stop = await self._locks.keep(lock)
             except StorageError as exc:
@@ -118,6 +127,8 @@ class ThreadHold:
             except Exception as exc:
                 _log.error("lock.extend_crashed", exc_info=exc)
                 continue
+            if self._released:
+                return
             if not held:
                 _log.warning("lock.lost")
                 self.lost = True

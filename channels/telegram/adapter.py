@@ -399,12 +399,14 @@ class TelegramAdapter:
 
     @contextlib.asynccontextmanager
     async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
-        task = asyncio.create_task(self._keep_typing(target), name="telegram:typing")
+        done = asyncio.Event()
+        task = asyncio.create_task(self._keep_typing(target, done), name="telegram:typing")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         try:
             yield
         finally:
+            done.set()
             task.cancel()
             await asyncio.wait({task}, timeout=1.0)
 
@@ -486,16 +488,21 @@ class TelegramAdapter:
                 ids.append(str(sent.message_id))
         return SentRef(chat_id=target.chat_id, message_ids=tuple(ids))
 
-    async def _keep_typing(self, target: ReplyTarget) -> None:
+    async def _keep_typing(self, target: ReplyTarget, done: asyncio.Event) -> None:
+        """Until `done`, not only until cancelled: Python 3.11 drops a cancellation that lands
+        as an awaited `asyncio.wait_for` completes (CPython gh-86296), and a typing loop that
+        lived on would show "typing…" in the chat for good."""
         fields: dict[str, Any] = {"chat_id": int(target.chat_id), "action": "typing"}
         if target.is_topic and target.thread_anchor:
             fields["message_thread_id"] = int(target.thread_anchor)
-        while True:
+        while not done.is_set():
             try:
                 await self._api.bot(SendChatAction(**fields))
             except AiogramError as exc:  # typing is cosmetic; never let it break a turn
                 _log.debug("telegram.typing_failed", error=type(exc).__name__)
-            await asyncio.sleep(_TYPING_EVERY_S)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_TYPING_EVERY_S):
+                    await done.wait()
 
 
 def _plain_chunk(text: str) -> Chunk:

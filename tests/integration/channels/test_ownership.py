@@ -4,7 +4,9 @@ and a group of leases is shared out fairly between the processes competing for i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Coroutine
 
 import pytest
 import redis.asyncio as aioredis
@@ -110,3 +112,78 @@ async def test_a_shed_connection_closes_only_after_the_new_holder_has_opened(
             await owner.stop()
         await first_share.stop()
         await second_share.stop()
+
+
+class DroppingLeases(Leases):
+    """Real leases whose next beat or renewal swallows the cancellation that lands while it
+    finishes, as `asyncio.wait_for` (around every redis-py send) does on Python 3.11 (CPython
+    gh-86296)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.armed = False
+        self.in_call = asyncio.Event()
+        self.calls = 0
+
+    async def _dropping(self) -> None:
+        self.calls += 1
+        if self.armed:
+            self.armed = False
+            self.in_call.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(5)
+
+    async def beat(self, group: str, member: str) -> int:
+        live = await super().beat(group, member)
+        await self._dropping()
+        return live
+
+    async def renew(self, name: str, token: str) -> bool:
+        held = await super().renew(name, token)
+        await self._dropping()
+        return held
+
+
+async def ends_soon(stopping: Coroutine[object, object, None]) -> None:
+    """Within a few beats, and not by the test's own cancellation (which `stop()` would
+    take for the one it passes on)."""
+    task = asyncio.create_task(stopping)
+    done, _ = await asyncio.wait({task}, timeout=TTL_S * 3)
+    assert task in done, "stop() still waits for a loop that lived on"
+    await task
+
+
+@pytest.fixture
+def dropping(redis: aioredis.Redis, keys: Keys) -> DroppingLeases:
+    return DroppingLeases(redis, keys=keys, ttl_s=TTL_S)
+
+
+async def test_a_share_stops_and_leaves_its_group_when_a_beats_cancellation_is_dropped(
+    dropping: DroppingLeases, keys: Keys, redis: aioredis.Redis
+) -> None:
+    share = FairShare(dropping, "group", 2)
+    await share.start()
+    dropping.armed = True
+    await dropping.in_call.wait()
+    await ends_soon(share.stop())  # its cancellation lands inside the beat and is dropped there
+    calls = dropping.calls
+    await asyncio.sleep(TTL_S)  # three beat intervals
+    assert dropping.calls == calls
+    assert await redis.zcard(keys.lease_members("group")) == 0
+
+
+async def test_an_owner_stops_and_lets_go_when_a_renewals_cancellation_is_dropped(
+    dropping: DroppingLeases,
+) -> None:
+    receiver = Receiver("one")
+    owner = ConnectionOwner(receiver, dropping)  # type: ignore[arg-type]
+    await owner.start()
+    assert owner.owner
+    dropping.armed = True
+    await dropping.in_call.wait()
+    await ends_soon(owner.stop())
+    calls = dropping.calls
+    await asyncio.sleep(TTL_S)
+    assert dropping.calls == calls
+    assert not receiver.open
+    assert await dropping.holder("one") is None

@@ -51,10 +51,11 @@ class Process:
 
     async def crash(self) -> None:
         """Die without letting go: loops end, gateways close, leases and heartbeat stay."""
-        tasks = [t for t in (self.share._task, *(o._task for o in self.owners)) if t]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        pending = {t for t in (self.share._task, *(o._task for o in self.owners)) if t}
+        while pending:  # again until they end: Python 3.11 can drop a cancellation (gh-86296)
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.1)
         await self.adapter.stop()
 
 
