@@ -23,6 +23,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check switchboard channels agent storage service tests bench
+	$(BIN)/ruff format --check switchboard channels agent storage service tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

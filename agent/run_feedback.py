@@ -55,7 +55,7 @@ class LangSmithVotes:
         _log.info("vote.langsmith_sent", run_id=vote.run_id)
 
     async def aclose(self) -> None:
-        await self._client.aclose()  # type: ignore[no-untyped-call]  # langsmith leaves AsyncClient.aclose unannotated
+        await self._client.aclose()
 
 
 def langsmith_votes(environ: Mapping[str, str], **client: Any) -> LangSmithVotes | None:

@@ -86,7 +86,7 @@ def connect_sentinel(
     connection here too."""
     spec = parse_sentinel_url(url)
     waiting = type("WaitingSentinelPool", (SentinelConnectionPool, pool), {})
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves Sentinel.__init__ unannotated
+    sentinel = Sentinel(
         list(spec.sentinels),
         sentinel_kwargs={
             "socket_connect_timeout": _SENTINEL_TIMEOUT_S,

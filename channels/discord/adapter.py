@@ -577,7 +577,9 @@ class DiscordAdapter:
         if known:
             return known
         channel = self._channel(channel_id)
-        parent = getattr(channel, "parent_id", None) if isinstance(channel, discord.Thread) else None
+        parent = (
+            getattr(channel, "parent_id", None) if isinstance(channel, discord.Thread) else None
+        )
         return str(parent) if parent else ""
 
     def _is_bot_thread(self, channel_id: str) -> bool:
@@ -881,9 +883,7 @@ class DiscordAdapter:
         message = self._messageable(target.chat_id).get_partial_message(int(message_id))
         await self._pacing.send(target.chat_id)
         async with translated("edit"):
-            await message.edit(
-                content=chunk.text, view=_buttons(chunk), allowed_mentions=_NO_PINGS
-            )
+            await message.edit(content=chunk.text, view=_buttons(chunk), allowed_mentions=_NO_PINGS)
 
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
         if msg.button is not None:

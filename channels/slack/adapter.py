@@ -232,7 +232,7 @@ class SlackAdapter:
             )
             self._socket.client.wss_uri = str(opened["url"])
             self._connect_task = asyncio.create_task(
-                self._socket.connect_async(),  # type: ignore[no-untyped-call]  # slack_bolt leaves it unannotated
+                self._socket.connect_async(),
                 name="slack:socket-mode",
             )
         _log.info(
@@ -253,7 +253,7 @@ class SlackAdapter:
                 await self._connect_task
         if self._socket is not None:
             with contextlib.suppress(Exception):
-                await self._socket.close_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it unannotated
+                await self._socket.close_async()
         _log.info("slack.stopped")
 
     # -- inbound -----------------------------------------------------------------------------
@@ -301,9 +301,7 @@ class SlackAdapter:
 
     async def publish_home(self, msg: InboundMessage, home: HomeView) -> None:
         """`views.publish` of the person's App Home (`PublishesHome`)."""
-        await self._api(
-            self._client.views_publish(user_id=msg.sender_id, view=home_blocks(home))
-        )
+        await self._api(self._client.views_publish(user_id=msg.sender_id, view=home_blocks(home)))
 
     async def _on_session_stopped(self, body: dict[str, Any]) -> None:
         """Slack's own Stop on an agent session: that person's `/stop` in the thread."""

@@ -525,9 +525,7 @@ class FakeDiscord:
             data["guild_locale"] = "en-US"
             # the member's permissions in this channel, as Discord computes them
             permissions = str(self.permissions(user["id"]))
-            data["member"] = self._member(user["id"], with_user=True) | {
-                "permissions": permissions
-            }
+            data["member"] = self._member(user["id"], with_user=True) | {"permissions": permissions}
         else:
             data["user"] = user
         self._interactions[data["token"]] = data

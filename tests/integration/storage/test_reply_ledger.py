@@ -58,9 +58,7 @@ async def test_a_recorded_answer_and_its_receipts_come_back_to_the_next_holder(
     assert again.ledger == Ledger(b'{"pieces": 3}', {0: "101", 1: "102,103"})
 
 
-async def test_only_the_lock_holder_can_record_an_answer(
-    redis: aioredis.Redis, keys: Keys
-) -> None:
+async def test_only_the_lock_holder_can_record_an_answer(redis: aioredis.Redis, keys: Keys) -> None:
     queue = ThreadQueue(redis, keys=keys, lock_ttl_s=5.0)
     first = await _submit(queue, "1-0", "tok-a")
     assert first.lock is not None

@@ -102,9 +102,7 @@ async def test_configured_guilds_get_the_commands_and_global_is_left_alone(
     fake: FakeDiscord, start: Start
 ) -> None:
     await start(command_guilds=[int(fake.guild_id)])
-    assert [c["name"] for c in fake.app_commands[fake.guild_id]] == [
-        str(s.name) for s in COMMANDS
-    ]
+    assert [c["name"] for c in fake.app_commands[fake.guild_id]] == [str(s.name) for s in COMMANDS]
     assert None not in fake.app_commands
 
 

@@ -36,9 +36,7 @@ class Service:
 
 
 @pytest.fixture
-async def service(
-    redis_url: str, prefix: str, tmp_path: Path
-) -> AsyncIterator[Service]:
+async def service(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Service]:
     telegram = FakeTelegram()
     await telegram.start()
     port = free_port()
