@@ -23,6 +23,7 @@ from typing import cast
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
@@ -93,16 +94,10 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _text(value: bytes | str) -> str:
-    """A reply as text: bytes from this package's clients (`decode_responses` is off), but
-    redis-py types every reply as either."""
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _decode(raw: Mapping[bytes | str, bytes | str]) -> Account | None:
     if not raw:
         return None
-    fields = {_text(k): _text(v) for k, v in raw.items()}
+    fields = {as_text(k): as_text(v) for k, v in raw.items()}
     revoked = fields.get("revoked_at") or ""
     return Account(
         name=fields["name"],
@@ -154,7 +149,7 @@ class Accounts:
             names = cast("list[bytes | str]", await self._r.zrange(self._keys.accounts(), 0, -1))
             async with self._r.pipeline(transaction=False) as pipe:
                 for name in names:
-                    pipe.hgetall(self._keys.account(_text(name)))
+                    pipe.hgetall(self._keys.account(as_text(name)))
                 rows = await pipe.execute()
         return [a for a in (_decode(row) for row in rows) if a is not None]
 
@@ -165,7 +160,7 @@ class Accounts:
             raise AccountNotFound(f"no account named {name!r}")
         with redis_errors("account revoke"):
             raw_digest = await self._r.hget(self._keys.account(name), "key_sha256")
-            digest = _text(raw_digest or b"")
+            digest = as_text(raw_digest or b"")
             code = await self._revoke(
                 keys=[self._keys.account(name), self._keys.api_key(digest)],
                 args=[digest, repr(time.time())],
@@ -188,5 +183,5 @@ class Accounts:
             name = await self._r.get(self._keys.api_key(_digest(key)))
         if name is None:
             return None
-        account = await self.get(_text(name))
+        account = await self.get(as_text(name))
         return account if account is not None and account.active else None

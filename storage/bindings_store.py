@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 
@@ -69,7 +70,7 @@ class BindingsStore:
     async def read(self) -> StoredBindings | None:
         with redis_errors("bindings read"):
             raw = await self._r.hgetall(self._key)
-        fields = {_text(k): _text(v) for k, v in raw.items()}
+        fields = {as_text(k): as_text(v) for k, v in raw.items()}
         if "doc" not in fields:
             return None
         return StoredBindings(
@@ -83,9 +84,3 @@ class BindingsStore:
         args = [doc, origin, f"{time.time():.3f}", file_digest, "1" if adopt else "0"]
         with redis_errors("bindings write"):
             return int(await self._put(keys=[self._key], args=args))
-
-
-def _text(value: bytes | str) -> str:
-    """A reply as text: bytes from this package's clients (`decode_responses` is off), but
-    redis-py types every reply as either."""
-    return value.decode() if isinstance(value, bytes) else value

@@ -39,6 +39,7 @@ from redis.exceptions import (
     TimeoutError,
 )
 
+from storage.decoding import as_text
 from storage.metrics import POOL_WAIT
 from storage.sentinel import connect_sentinel, is_sentinel_url, parse_sentinel_url
 from switchboard.errors import ConfigError, StorageError
@@ -413,13 +414,9 @@ async def maxmemory_policy(client: Any) -> str | None:
         _log.debug("redis.config_unreadable", error=exc.__class__.__name__)
         return None
     for name, value in (reply or {}).items():
-        if _str(name) == "maxmemory-policy":
-            return _str(value)
+        if as_text(name) == "maxmemory-policy":
+            return as_text(value)
     return None
-
-
-def _str(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _cluster_disabled(exc: BaseException) -> bool:

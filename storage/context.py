@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.thread_map import THREAD_TTL_S
@@ -93,7 +94,7 @@ class ContextRecords:
                 )
             results = await pipe.execute()
         mark_raw, cache_raw = results[0], results[1]
-        mark = ContextMark.decode(_text(mark_raw)) if mark_raw is not None else None
+        mark = ContextMark.decode(as_text(mark_raw)) if mark_raw is not None else None
         seen = results[2] if len(results) > 2 else []
         return ContextState(mark=mark, cached=_messages(cache_raw), observed=_observed(seen))
 
@@ -123,10 +124,6 @@ class ContextRecords:
         member = json.dumps(message.as_dict(), ensure_ascii=False, sort_keys=True)
         with redis_errors("observed record"):
             await self._observe(keys=[key], args=[member, score, keep, self._observed_ttl])
-
-
-def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def _messages(raw: bytes | str | None) -> tuple[ContextMessage, ...] | None:

@@ -41,6 +41,7 @@ import redis.asyncio as redis
 import structlog
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
+from storage.decoding import as_text
 from storage.failures import redis_errors, storage_error
 from storage.keys import Keys
 from storage.metrics import INBOX_LAG, INBOX_PENDING, INBOX_RECLAIMED
@@ -301,8 +302,8 @@ class Inbox:
                 fresh.extend(read)
                 got = len(read)
             else:
-                self._cursors[tag] = _text(reply[0])
-                page = [(tag, _text(i), f) for i, f in reply[1] if i is not None]
+                self._cursors[tag] = as_text(reply[0])
+                page = [(tag, as_text(i), f) for i, f in reply[1] if i is not None]
                 claimed.extend(page)
                 got = len(page)
                 gone.extend(_entry_id(i, tag) for i in (reply[2] if len(reply) > 2 else ()))
@@ -322,7 +323,7 @@ class Inbox:
         out: dict[tuple[str, str], int] = {}
         for (tag, _), rows in zip(ids, replies, strict=True):
             for row in rows:
-                out[(tag, _text(row["message_id"]))] = int(row["times_delivered"])
+                out[(tag, as_text(row["message_id"]))] = int(row["times_delivered"])
         return out
 
     async def touch(self, ids: list[str]) -> None:
@@ -369,7 +370,7 @@ class Inbox:
         for groups in replies:
             named = groups if isinstance(groups, list) else []  # no stream yet: no group either
             ours: dict[str, Any] = next(
-                (g for g in named if _text(g.get("name", b"")) == GROUP), {}
+                (g for g in named if as_text(g.get("name", b"")) == GROUP), {}
             )
             pending += int(ours.get("pending") or 0)
             lag += int(ours.get("lag") or 0)
@@ -404,13 +405,13 @@ class Inbox:
                 raise storage_error("inbox summary", length)
             named = groups if isinstance(groups, list) else []  # no stream yet: no group either
             ours: dict[str, Any] = next(
-                (g for g in named if _text(g.get("name", b"")) == GROUP), {}
+                (g for g in named if as_text(g.get("name", b"")) == GROUP), {}
             )
             unfinished += int(length or 0)
             in_hand += int(ours.get("pending") or 0)
             unread += int(ours.get("lag") or 0)
             if isinstance(first, list) and first:
-                arrived = int(_text(first[0][0]).partition("-")[0]) / 1000
+                arrived = int(as_text(first[0][0]).partition("-")[0]) / 1000
                 oldest = arrived if oldest is None else min(oldest, arrived)
         return InboxSummary(unfinished=unfinished, in_hand=in_hand, unread=unread, oldest_at=oldest)
 
@@ -425,7 +426,7 @@ def _entries(reply: Any, tag: str) -> list[Entry]:
 
 def _entry_id(stream_id: bytes | str, tag: str) -> str:
     """Our id of an entry: the stream id, and the shard's tag when it has one."""
-    sid = _text(stream_id)
+    sid = as_text(stream_id)
     return f"{sid}@{tag}" if tag else sid
 
 
@@ -437,7 +438,3 @@ def _by_shard(ids: Iterable[str]) -> dict[str, list[str]]:
         ms, _, seq = sid.partition("-")
         out[tag].append(f"{int(ms)}-{int(seq or 0)}")
     return out
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

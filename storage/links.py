@@ -32,6 +32,7 @@ from enum import StrEnum
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 from switchboard.errors import StorageError, SwitchboardError
@@ -227,14 +228,8 @@ class UnlinkResult:
     link: Link | None = None  # the link removed, or the one the caller may not remove
 
 
-def _text(value: bytes | str) -> str:
-    """A reply as text: bytes from this package's clients (`decode_responses` is off), but
-    redis-py types every reply as either."""
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _fields(raw: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
-    return {_text(k): _text(v) for k, v in raw.items()}
+    return {as_text(k): as_text(v) for k, v in raw.items()}
 
 
 def _link_from(raw: Mapping[bytes | str, bytes | str]) -> Link | None:
@@ -363,7 +358,7 @@ class Links:
             state = TokenState.USED
         elif float(raw["expires_at"]) <= self._clock():
             state = TokenState.EXPIRED
-        elif newest is None or _text(newest) != token:
+        elif newest is None or as_text(newest) != token:
             state = TokenState.SUPERSEDED
         else:
             state = TokenState.PENDING
@@ -457,7 +452,7 @@ class Links:
         """The link covering this workspace (server) or user (user), if any."""
         with redis_errors("link read"):
             link_id = await self._r.hget(self._keys.linked(kind, platform, target_id), "link_id")
-        return None if link_id is None else await self._link(_text(link_id))
+        return None if link_id is None else await self._link(as_text(link_id))
 
     async def _link(self, link_id: str) -> Link | None:
         with redis_errors("link read"):
@@ -471,7 +466,7 @@ class Links:
             ids = await self._r.smembers(index)
             async with self._r.pipeline(transaction=False) as pipe:
                 for link_id in ids:
-                    pipe.hgetall(self._keys.link(_text(link_id)))
+                    pipe.hgetall(self._keys.link(as_text(link_id)))
                 rows = await pipe.execute()
         found = [link for link in (_link_from(row) for row in rows) if link is not None]
         return sorted(found, key=lambda link: (link.created_at, link.id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 
@@ -71,7 +72,7 @@ class ThreadMap:
         """The thread id if the conversation has one, without creating or refreshing it."""
         with redis_errors("thread lookup"):
             raw = await self._r.get(self._keys.conversation(conversation_key))
-        return _text(raw) if raw is not None else None
+        return as_text(raw) if raw is not None else None
 
     async def start_new(self, conversation_key: str) -> str:
         """Point the conversation at a fresh thread (`/new`); one SET, so it is atomic."""
@@ -116,7 +117,7 @@ class ThreadMap:
         key = self._keys.message(platform, chat_id, message_id)
         with redis_errors("reply lookup"):
             raw = await self._r.getex(key, ex=self._ttl)
-        return _text(raw) if raw is not None else None
+        return as_text(raw) if raw is not None else None
 
     async def recent(self, *, limit: int = 50, scan_most: int = 5000) -> list[Conversation]:
         """The most recently active conversations, for an operator; nothing is written per turn
@@ -144,9 +145,3 @@ class ThreadMap:
             if isinstance(thread, bytes) and isinstance(ttl, int) and ttl > 0
         ]
         return sorted(listed, key=lambda c: c.active_at, reverse=True)[:limit]
-
-
-def _text(value: bytes | str) -> str:
-    """A reply as text: bytes from this package's clients (`decode_responses` is off), but
-    redis-py types every reply as either."""
-    return value.decode() if isinstance(value, bytes) else value

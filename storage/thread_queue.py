@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, lock_ms
@@ -379,7 +380,7 @@ class ThreadQueue:
             )
         if flat is None:
             return None
-        return [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return [QueuedItem(as_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     async def set_mode(self, thread_id: str, mode: BusyMode | None) -> None:
         """The conversation's own busy mode (`/queue MODE`); None goes back to the default."""
@@ -417,7 +418,7 @@ class ThreadQueue:
     def _slot(self, thread_id: str, token: str, raw: list[Any]) -> Slot:
         state_raw, depth, flat, question_raw = raw[:4]
         state = SlotState(state_raw.decode() if isinstance(state_raw, bytes) else state_raw)
-        items = [QueuedItem(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+        items = [QueuedItem(as_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
         lock = Lock(thread_id, token, self.lock_ttl_s) if state is SlotState.RUN else None
         attempt = int(raw[4]) if len(raw) > 4 else 0
         ledger = _ledger(raw[5]) if len(raw) > 5 else None
@@ -427,14 +428,14 @@ class ThreadQueue:
 
 
 def _ledger(flat: list[Any]) -> Ledger | None:
-    fields = {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+    fields = {as_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
     record = fields.pop("rec", None)
     if record is None:
         return None
     receipts: dict[int, str] = {}
     for name, value in fields.items():
         if name.startswith("r:") and name[2:].isdigit():
-            receipts[int(name[2:])] = _text(value)
+            receipts[int(name[2:])] = as_text(value)
     return Ledger(bytes(record), receipts)
 
 
@@ -443,10 +444,6 @@ def _mode(raw: bytes | str | None) -> BusyMode | None:
     if not raw:
         return None
     try:
-        return BusyMode(_text(raw))
+        return BusyMode(as_text(raw))
     except ValueError:
         return None
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

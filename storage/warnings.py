@@ -22,6 +22,7 @@ import json
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 
@@ -92,10 +93,6 @@ def _texts(raw: bytes | str | None) -> list[str]:
     return [str(i) for i in items] if isinstance(items, list) else []
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 class PendingWarnings:
     def __init__(
         self,
@@ -162,5 +159,5 @@ class PendingWarnings:
         with redis_errors("warning clear"):
             cleared = await self._clear_others(keys=[key], args=[keep_run_id])
             if cleared:
-                members = [_member(key, _text(run)) for run in cleared]
+                members = [_member(key, as_text(run)) for run in cleared]
                 await self._r.zrem(self._keys.warnings_index(), *members)
