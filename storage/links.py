@@ -297,7 +297,7 @@ class Links:
         Raises `LinkRateLimited` when the workspace or the user made too many tokens lately.
         """
         now = self._clock()
-        token = secrets.token_urlsafe(32)
+        token = _new_token()
         doc = {
             "kind": str(kind),
             "platform": platform,
@@ -509,3 +509,12 @@ class Links:
                 args=[link.id, account, owner],
             )
         return int(code)
+
+
+def _new_token() -> str:
+    """32 random bytes, URL-safe; never led by "-", which `switchboard links confirm TOKEN`
+    (argparse) would take for an option (1 token in 64 otherwise)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token

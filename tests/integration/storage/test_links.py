@@ -222,3 +222,13 @@ async def test_after_unlink_a_new_token_can_link_again(links: Links) -> None:
     relinked = await links.confirm(again.token, "other")
     assert relinked.account == "other"
     assert [x.account for x in await links.list()] == ["other"]
+
+
+async def test_a_token_never_starts_with_a_dash_which_a_command_line_takes_for_an_option(
+    links: Links, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draws = iter(["-" + "a" * 42, "b" * 43])
+    monkeypatch.setattr("storage.links.secrets.token_urlsafe", lambda n: next(draws))
+    token = await server_token(links)
+    assert token.token == "b" * 43
+    assert (await links.peek(token.token)).state is TokenState.PENDING
