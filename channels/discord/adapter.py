@@ -20,9 +20,10 @@ Every send and edit carries `AllowedMentions.none()` (the client default too): t
 never pings. Every send, edit, streamed update and notice first waits on the channel's and the
 bot's send budget (`discord/pacing.py`: this process's, or the fleet's in Redis when the service
 passes a shared `pacer`); discord.py still waits out a 429 that happens anyway. Discord
-exceptions become `switchboard.errors` at this boundary (`channels/discord_errors.py`); the token
-is never logged. Endpoint overrides and raw payload taps live in `channels/discord_client.py`,
-the pure payload decisions in `channels/discord_events.py`.
+exceptions become `switchboard.errors` at this boundary (`channels/discord/errors.py`); the token
+is never logged. How the client hooks discord.py (public events, endpoint overrides, the read
+gate, the raw message tap) lives in `channels/discord/client.py`, the pure payload decisions in
+`channels/discord/events.py`.
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ from channels.bindings import DEFAULT_POLICY, PlacePolicy, PolicyFor, Subject
 from channels.commands import CommandSpec
 from channels.discord.client import (
     DEFAULT_API_BASE,
-    RoutedHTTP,
-    RoutedWebhooks,
     SwitchboardClient,
+    interaction_payload,
     routed_webhooks,
+    webhooks_for,
 )
 from channels.discord.commands import build_tree, local_commands, needs_sync
 from channels.discord.errors import THREAD_ALREADY_CREATED, translated
@@ -275,9 +276,8 @@ class DiscordAdapter:
         self._shard_count = shards
         self._ready = asyncio.Event()
         self._logged_in = False  # HTTP only: a worker's (or a standby's) adapter
-        self._webhooks = RoutedWebhooks(api_base)
+        self._webhooks = webhooks_for(api_base)  # None: discord.py's own
         self._command_guilds = tuple(command_guilds)
-        self._command_payloads: OrderedDict[str, dict[str, Any]] = OrderedDict()  # by interaction
         self._client = self._new_client(self._ready, None)
         self._main = _Gateway(client=self._client, ready=self._ready)
         self._sessions: dict[int, _Gateway] = {}  # shard id -> its session, while owned
@@ -294,18 +294,17 @@ class DiscordAdapter:
 
     def _new_client(self, ready: asyncio.Event, shard: tuple[int, int] | None) -> SwitchboardClient:
         client = SwitchboardClient(
-            http=RoutedHTTP(
-                api_base=self._api_base, gateway_url=self._gateway_url, read_gate=self._read_gate
-            ),
+            api_base=self._api_base,
+            gateway_url=self._gateway_url,
+            read_gate=self._read_gate,
             intents=INTENTS,
             guild_ready_timeout=self._guild_ready_timeout,
             on_ready=ready.set,
+            on_message_payload=self._on_message_payload,
+            on_press=self._on_press,
             shard=shard,
             heartbeat_timeout=self._heartbeat_timeout,
         )
-        client.state.on_message_payload = self._on_message_payload
-        client.state.on_press = self._on_press
-        client.state.on_command_payload = self._on_command_payload
         client.tree = build_tree(client, self._on_app_command, guilds=self._command_guilds)
         return client
 
@@ -540,9 +539,9 @@ class DiscordAdapter:
         if not self._stopped:
             self._take_in(self._handle_message(payload))
 
-    def _on_press(self, payload: dict[str, Any], interaction: discord.Interaction) -> None:
+    def _on_press(self, interaction: discord.Interaction) -> None:
         if not self._stopped:
-            self._take_in(self._handle_press(payload, interaction))
+            self._take_in(self._handle_press(interaction_payload(interaction), interaction))
 
     def _clients(self) -> list[SwitchboardClient]:
         """Whose caches know guilds, channels and threads: ours, and each open shard's."""
@@ -643,16 +642,10 @@ class DiscordAdapter:
         _remember(self._threads, thread_id, channel_id)
         return thread_id
 
-    def _on_command_payload(self, payload: dict[str, Any]) -> None:
-        """A slash command's wire payload, kept until the command tree dispatches it."""
-        _remember(self._command_payloads, str(payload.get("id")), payload)
-
     async def _on_app_command(self, interaction: discord.Interaction, spec: CommandSpec) -> None:
         """discord.py's tree matched one of our commands: handle it in a tracked task."""
-        payload = self._command_payloads.pop(str(interaction.id), None)
-        if payload is None or self._stopped:
-            return
-        self._take_in(self._handle_command(payload, interaction))
+        if not self._stopped:
+            self._take_in(self._handle_command(interaction_payload(interaction), interaction))
 
     async def _handle_command(
         self, payload: dict[str, Any], interaction: discord.Interaction
