@@ -9,8 +9,8 @@
   so a restart (or several ingress processes) costs one GET and no bulk overwrite; the sync
   itself is `CommandTree.sync`.
 
-The tree's callbacks only hand the interaction to `handler`; the message is built from the wire
-payload (`channels/discord/events.py`, `command_to_inbound`).
+The tree's callbacks only hand the interaction to `handler`; the message is built from the payload
+rebuilt from its public attributes (`client.interaction_payload`, then `events.command_to_inbound`).
 """
 
 from __future__ import annotations
