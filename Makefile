@@ -2,11 +2,14 @@
 # Both install first; `make install` is idempotent and quick when nothing changed.
 
 PYTHON ?= python3
+# The suite (parallel workers, the services its tests start) imports the same modules many times:
+# let Python keep their bytecode even where the image says not to (__pycache__ is ignored by git).
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint unit integration bench bench-floor bench-fleet bench-memory bench-state clean lock
+.PHONY: install run test test-slow test-all lint unit integration bench bench-floor bench-fleet bench-memory bench-state clean lock
 
 install: $(STAMP)
 
@@ -33,8 +36,19 @@ unit: install
 integration: install
 	$(BIN)/pytest tests/integration -q
 
+# The suite waits on sockets more than it computes: twice the cores in parallel workers, each with
+# its own embedded Valkey and every test under its own key prefix.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
+
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup -m "not slow"
+
+# The fault tests (kill -9, bursts, Sentinel failover, Redis restarts), two at a time: their
+# leases, paced sends and failover windows are what they test. .ci/run runs them after make test.
+test-slow: install
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m slow
+
+test-all: test test-slow
 
 bench: install
 	$(BIN)/python bench/checkpoint.py

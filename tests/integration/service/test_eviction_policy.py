@@ -19,6 +19,10 @@ from storage import connect, maxmemory_policy
 
 __all__: list[str] = []
 
+# On a shared server (REDIS_URL) these must not overlap: one sets the eviction policy, the
+# browser test reads it (tests/integration/conftest.py).
+pytestmark = pytest.mark.xdist_group("server_config")
+
 
 def _settings(redis_url: str, prefix: str, data: Path) -> Settings:
     return Settings(

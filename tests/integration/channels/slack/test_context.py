@@ -179,8 +179,8 @@ async def test_the_character_budget_keeps_the_newest_and_cuts_the_next(
 
 async def test_a_top_level_mention_shows_the_channel_before_it(make_stack: StackFactory) -> None:
     s = await make_stack()
-    s.fake.add_message("C1", "U1", "The build is red again.")
-    s.fake.add_message("C1", "U2", "It's the flaky login test.")
+    s.fake.add_message("C1", "U1", "The build is red again.", ts=new_ts())
+    s.fake.add_message("C1", "U2", "It's the flaky login test.", ts=new_ts())
     await s.say(mention("can you explain?", ts=new_ts(), user="U2"))
     await s.answered(1)
     assert s.context() == ["Alice: The build is red again.", "Bob: It's the flaky login test."]
