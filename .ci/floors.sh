@@ -3,10 +3,12 @@
 # libraries whose APIs or internals Switchboard relies on (uv's lowest-direct resolution of
 # just those), on top of the locked environment, and run the tests that meet those libraries:
 # unit, agent (langgraph, langchain), storage (redis-py) and channels (the three SDKs).
-# Usage: .ci/floors.sh [venv]  (default .venv; the venv ends up on the floors)
+# Usage: .ci/floors.sh [venv] [workers]  (default .venv, 4; the venv ends up on the floors)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
+WORKERS=${2:-4}
+unset PYTHONDONTWRITEBYTECODE
 FLOORED="aiogram pydantic discord.py redis slack-bolt slack-sdk langgraph langchain langchain-core"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -28,5 +30,5 @@ PY
 echo "=== dependency floors ==="
 grep -iE "^($(echo "$FLOORED" | tr ' ' '|' | sed 's/\./[.-]/g'))==" "$WORK/floors.txt"
 "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -r "$WORK/floors.txt"
-"$VENV/bin/pytest" -q tests/unit tests/integration/agent tests/integration/storage \
-  tests/integration/channels
+"$VENV/bin/pytest" -q -n "$WORKERS" --dist loadgroup -m "not slow" \
+  tests/unit tests/integration/agent tests/integration/storage tests/integration/channels
