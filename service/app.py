@@ -153,6 +153,7 @@ async def build_core(
     ttl_s = settings.thread_ttl_days * 24 * 3600
     dedupe = Dedupe(client, keys=keys)
     rate = RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0)
+    threads = ThreadMap(client, keys=keys, ttl_s=ttl_s)
     stores = ManagerStores(
         inbox=Inbox(
             client,
@@ -163,7 +164,7 @@ async def build_core(
             replicas_timeout_ms=settings.redis_min_replicas_timeout_ms,
         ),
         dedupe=dedupe,
-        threads=ThreadMap(client, keys=keys, ttl_s=ttl_s),
+        threads=threads,
         locks=ThreadLocks(client, keys=keys),
         queue=ThreadQueue(client, keys=keys, lock_ttl_s=settings.lock_ttl_s),
         orphans=Orphans(
@@ -174,7 +175,7 @@ async def build_core(
         ),
         questions=PendingQuestions(client, keys=keys),
         rate=rate,
-        admission=Admission(client, dedupe=dedupe, rate=rate),
+        admission=Admission(client, dedupe=dedupe, rate=rate, threads=threads),
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
         failures=FailureLog(client, keys=keys),
         feedback=FeedbackStore(client, keys=keys) if settings.feedback == "on" else None,

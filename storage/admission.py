@@ -1,8 +1,9 @@
-"""A message's way in, in one round trip: its dedupe claim and its sender's flood-limit hit.
+"""A message's way in, in one round trip: its dedupe claim, its sender's flood-limit hit and,
+when the caller may use it, its conversation's thread.
 
-The two scripts touch different hash slots (the chat's, the sender's), so they cannot be one
-script; they are independent, so one pipeline carries both. A duplicate is not counted twice:
-the flood limit counts a message by its own id (`storage/ratelimit.py`).
+The scripts touch different hash slots (the chat's, the sender's, the conversation's), so they
+cannot be one script; they are independent, so one pipeline carries them. A duplicate is not
+counted twice: the flood limit counts a message by its own id (`storage/ratelimit.py`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ from storage.dedupe import Dedupe, claim_of
 from storage.failures import redis_errors
 from storage.ratelimit import RateLimiter, decision
 from storage.scripts import run_scripts
-from switchboard.state import Claim, RateDecision
+from storage.thread_map import ThreadMap, thread_of
+from switchboard.state import Admitted
 
 __all__ = ["Admission"]
 
 
 class Admission:
-    def __init__(self, client: redis.Redis, *, dedupe: Dedupe, rate: RateLimiter) -> None:
+    def __init__(
+        self, client: redis.Redis, *, dedupe: Dedupe, rate: RateLimiter, threads: ThreadMap
+    ) -> None:
         self._r = client
         self._dedupe = dedupe
         self._rate = rate
+        self._threads = threads
 
     async def admit(
         self,
@@ -33,12 +38,17 @@ class Admission:
         owner: str,
         sender_id: str,
         message_id: str,
-    ) -> tuple[Claim, RateDecision]:
-        """Claim the message for the inbox entry `owner` and count it against its sender."""
+        conversation: str | None = None,
+    ) -> Admitted:
+        """Claim the message for the inbox entry `owner` and count it against its sender; with
+        `conversation`, resolve its thread too (created on first use, as `ThreadMap.resolve`)."""
         calls = [
             self._dedupe.claim_call(platform, provider_ids, scope=scope, owner=owner),
             self._rate.hit_call(platform, sender_id, message_id),
         ]
+        if conversation is not None:
+            calls.append(self._threads.resolve_call(conversation))
         with redis_errors("admission"):
-            claimed, code = await run_scripts(self._r, calls)
-        return claim_of(claimed), decision(code)
+            replies = await run_scripts(self._r, calls)
+        thread_id = thread_of(replies[2]) if conversation is not None else None
+        return Admitted(claim_of(replies[0]), decision(replies[1]), thread_id)

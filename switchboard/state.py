@@ -69,6 +69,16 @@ class RateDecision(StrEnum):
     SILENT = "silent"  # over the limit and already told
 
 
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A message's way in, read in one round trip: its dedupe claim, its sender's flood-limit
+    verdict and, when asked for, its conversation's thread (created on first use)."""
+
+    claim: Claim
+    rate: RateDecision
+    thread_id: str | None = None
+
+
 def new_question_id() -> str:
     """Short enough for Telegram's 64-byte callback data with an option index appended."""
     return secrets.token_urlsafe(9)

@@ -72,7 +72,11 @@ class DedupeGate:
     With an `admission` store, a message the flood limit will count (`AccessAndRate`) is
     claimed and counted in one round trip; a duplicate is not counted twice (the limit counts
     a message by its own id), and the verdict waits in `ctx.rate`. Votes and Home requests,
-    which leave the chain before the flood limit, are only claimed."""
+    which leave the chain before the flood limit, are only claimed.
+
+    A DM's thread is resolved in that round trip too (`ctx.thread_hint`, for `Routing`), but
+    only while no earlier message of its chat is still on its way here: a `/new` among those
+    could point the conversation at a new thread after this read."""
 
     def __init__(self, dedupe: DedupeStore, admission: AdmissionStore | None = None) -> None:
         self._dedupe = dedupe
@@ -83,14 +87,18 @@ class DedupeGate:
         ids = list(msg.dedupe_ids)
         home = msg.native is not None and msg.native.name == HOME_REQUEST
         if self._admission is not None and rate_limited(msg) and msg.vote is None and not home:
-            claim, ctx.rate = await self._admission.admit(
+            order = ctx.turn_order
+            first = order is None or order.after is None or order.after.is_set()
+            admitted = await self._admission.admit(
                 str(msg.platform),
                 ids,
                 scope=msg.chat_id,
                 owner=ctx.entry_id,
                 sender_id=msg.sender_id,
                 message_id=ids[0],
+                conversation=ctx.conversation if msg.is_dm and first else None,
             )
+            claim, ctx.rate, ctx.thread_hint = admitted.claim, admitted.rate, admitted.thread_id
         else:
             claim = await self._dedupe.claim(
                 str(msg.platform), ids, scope=msg.chat_id, owner=ctx.entry_id
@@ -245,8 +253,9 @@ class InputLimits:
 
 
 class Routing:
-    """The message's thread: from the question a press answers, else the conversation table.
-    A text message that will be answered gets its receipt (👀) here, beside the turn."""
+    """The message's thread: from the question a press answers, else the conversation table
+    (read after the chat's earlier messages, so a `/new` among them counts). A text message
+    that will be answered gets its receipt (👀) here, beside the turn."""
 
     def __init__(
         self,
@@ -264,7 +273,11 @@ class Routing:
         msg = ctx.msg
         if msg.button is not None:
             ctx.thread_id = await self._questions.check_press(ctx.adapter, msg)
+        elif ctx.thread_hint is not None:
+            ctx.thread_id = ctx.thread_hint
         else:
+            if ctx.turn_order is not None:  # a `/new` just before this message comes first
+                await ctx.turn_order.wait_turn()
             ctx.thread_id = await self._resolver.thread_for(
                 msg, ctx.conversation, create=creates_conversation(msg)
             )

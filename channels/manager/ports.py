@@ -15,6 +15,7 @@ from typing import Protocol
 
 from switchboard.conversation import ContextMark, ContextMessage, ContextState
 from switchboard.state import (
+    Admitted,
     BusyMode,
     Claim,
     Entry,
@@ -129,7 +130,8 @@ class RateStore(Protocol):
 
 
 class AdmissionStore(Protocol):
-    """The dedupe claim and the flood-limit hit of one message in one round trip."""
+    """The dedupe claim and the flood-limit hit of one message, and its conversation's thread
+    when asked, in one round trip."""
 
     async def admit(
         self,
@@ -140,7 +142,8 @@ class AdmissionStore(Protocol):
         owner: str,
         sender_id: str,
         message_id: str,
-    ) -> tuple[Claim, RateDecision]: ...
+        conversation: str | None = None,
+    ) -> Admitted: ...
 
 
 class ContextStore(Protocol):

@@ -35,6 +35,7 @@ from storage.thread_map import REPLIES_PER_THREAD, THREAD_TTL_S
 from storage.thread_queue import DONE_TTL_S, MODE_TTL_S, QUEUE_CAP, QUEUE_TTL_S
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.state import (
+    Admitted,
     BusyMode,
     Claim,
     Entry,
@@ -52,6 +53,7 @@ from switchboard.state import (
 )
 
 __all__ = [
+    "MemoryAdmission",
     "MemoryClock",
     "MemoryContext",
     "MemoryDedupe",
@@ -622,6 +624,34 @@ class MemoryThreads:
         return str(value)
 
 
+class MemoryAdmission:
+    """storage/admission.py's Admission: the claim, the flood-limit hit and, when asked, the
+    conversation's thread. `asked` lists the conversation each call asked for (None: not)."""
+
+    def __init__(self, dedupe: MemoryDedupe, rate: MemoryRate, threads: MemoryThreads) -> None:
+        self._dedupe = dedupe
+        self._rate = rate
+        self._threads = threads
+        self.asked: list[str | None] = []
+
+    async def admit(
+        self,
+        platform: str,
+        provider_ids: list[str],
+        *,
+        scope: str,
+        owner: str,
+        sender_id: str,
+        message_id: str,
+        conversation: str | None = None,
+    ) -> Admitted:
+        self.asked.append(conversation)
+        claim = await self._dedupe.claim(platform, provider_ids, scope=scope, owner=owner)
+        rate = await self._rate.hit(platform, sender_id, message_id)
+        thread = await self._threads.resolve(conversation) if conversation is not None else None
+        return Admitted(claim, rate, thread)
+
+
 class MemoryContext:
     """storage/context.py's ContextRecords: a thread's mark and cached context, and each group's
     observed messages (a sorted set by message id, the newest `keep` kept)."""
@@ -837,6 +867,7 @@ class MemoryPorts:
         self.questions = MemoryQuestions(self.space)
         self.rate = MemoryRate(self.space, limit=self.rate_limit, window_s=self.rate_window_s)
         self.context = MemoryContext(self.space)
+        self.admission = MemoryAdmission(self.dedupe, self.rate, self.threads)
 
     def inbox_for(self, consumer: str) -> MemoryInbox:
         """Another worker's view of the same inbox."""

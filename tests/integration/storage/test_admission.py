@@ -1,11 +1,12 @@
-"""A message's dedupe claim and flood-limit hit in one round trip, against a real server."""
+"""A message's dedupe claim, flood-limit hit and (for a DM) thread in one round trip, against a
+real server."""
 
 from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
 
-from storage import Admission, Claim, Dedupe, Keys, RateDecision, RateLimiter
+from storage import Admission, Claim, Dedupe, Keys, RateDecision, RateLimiter, ThreadMap
 from storage.scripts import ScriptCall, run_scripts
 from tests.round_trips import counting_client
 
@@ -14,13 +15,16 @@ __all__: list[str] = []
 
 def _admission(redis: aioredis.Redis, keys: Keys, limit: int = 2) -> Admission:
     rate = RateLimiter(redis, keys=keys, limit=limit, window_s=60.0)
-    return Admission(redis, dedupe=Dedupe(redis, keys=keys), rate=rate)
+    threads = ThreadMap(redis, keys=keys)
+    return Admission(redis, dedupe=Dedupe(redis, keys=keys), rate=rate, threads=threads)
 
 
 async def _admit(admission: Admission, message: str, owner: str) -> tuple[Claim, RateDecision]:
-    return await admission.admit(
+    admitted = await admission.admit(
         "slack", [f"D1:{message}"], scope="D1", owner=owner, sender_id="U1", message_id=message
     )
+    assert admitted.thread_id is None
+    return admitted.claim, admitted.rate
 
 
 async def test_a_twin_delivery_is_a_duplicate_and_is_not_counted_twice(
@@ -58,6 +62,46 @@ async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_scri
         proxy.requests = 0
         assert await _admit(admission, "m2", "2-0") == (Claim.NEW, RateDecision.ALLOW)
         assert proxy.requests == 2  # NOSCRIPT for both, then their text
+
+
+async def test_the_thread_comes_in_the_same_round_trip_created_once_and_then_found(
+    redis_url: str, keys: Keys, redis_cluster: bool
+) -> None:
+    if redis_cluster:
+        pytest.skip("a cluster client talks to every node directly; one proxy cannot count it")
+    async with counting_client(redis_url) as (client, proxy):
+        admission = _admission(client, keys, limit=10)
+        await _admit(admission, "m0", "0-0")  # connected, scripts loaded
+        threads = ThreadMap(client, keys=keys)
+        await threads.resolve("other")  # the resolve script loaded
+        proxy.requests = 0
+        first = await admission.admit(
+            "slack",
+            ["D1:m1"],
+            scope="D1",
+            owner="1-0",
+            sender_id="U1",
+            message_id="m1",
+            conversation="slack:T1:D1",
+        )
+        assert proxy.requests == 1
+        again = await admission.admit(
+            "slack",
+            ["D1:m2"],
+            scope="D1",
+            owner="2-0",
+            sender_id="U1",
+            message_id="m2",
+            conversation="slack:T1:D1",
+        )
+        assert (
+            (first.claim, first.rate)
+            == (again.claim, again.rate)
+            == (Claim.NEW, RateDecision.ALLOW)
+        )
+        assert first.thread_id is not None and first.thread_id == again.thread_id
+        assert await threads.peek("slack:T1:D1") == first.thread_id
+        assert await client.ttl(keys.conversation("slack:T1:D1")) > 0
 
 
 async def test_a_script_error_among_the_calls_is_raised(redis: aioredis.Redis, keys: Keys) -> None:

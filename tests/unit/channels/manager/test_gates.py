@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from channels.manager.codec import encode_message
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import ChatOrder, MessageContext, Outcome
 from channels.manager.gates import (
     AccessAndRate,
     DedupeGate,
@@ -35,11 +35,12 @@ class _HelpOnly:
 
 
 class Chain:
-    def __init__(self, *, rate_limit: int = 20) -> None:
+    def __init__(self, *, rate_limit: int = 20, admission: bool = False) -> None:
         say = Responder(typing_delay_s=0.3)
         self.adapter = RecordingAdapter()
         ports = MemoryPorts(rate_limit=rate_limit)
         self.threads = ports.threads
+        self.admission = ports.admission
         self.reached: list[MessageContext] = []
         self.side: list[asyncio.Task[None]] = []
 
@@ -49,7 +50,7 @@ class Chain:
 
         self.handle = build_chain(
             [
-                DedupeGate(ports.dedupe),
+                DedupeGate(ports.dedupe, ports.admission if admission else None),
                 AccessAndRate(None, ports.rate, say),
                 LinkAndHelp(_HelpOnly(say)),  # type: ignore[arg-type]
                 InputLimits(say, max_chars=100),
@@ -63,8 +64,19 @@ class Chain:
             turn,
         )
 
-    async def send(self, msg: InboundMessage, entry: str) -> Outcome:
+    async def send(
+        self, msg: InboundMessage, entry: str, *, order: ChatOrder | None = None
+    ) -> Outcome:
+        return await self.send_ctx(self.context(msg, entry, order=order))
+
+    def context(
+        self, msg: InboundMessage, entry: str, *, order: ChatOrder | None = None
+    ) -> MessageContext:
         ctx = MessageContext(self.adapter, msg, entry, encode_message(msg))
+        ctx.turn_order = order
+        return ctx
+
+    async def send_ctx(self, ctx: MessageContext) -> Outcome:
         outcome = await self.handle(ctx)
         await asyncio.gather(*self.side)
         return outcome
@@ -127,3 +139,41 @@ async def test_a_press_on_a_question_that_is_gone_is_answered_privately_and_stop
     assert await chain.send(press, "1-0") is Outcome.ANSWERED
     assert chain.adapter.button_answers == [("U1", "This question is no longer open.")]
     assert chain.reached == []
+
+
+async def test_a_message_behind_a_new_in_its_chat_is_routed_after_it_so_it_starts_afresh() -> None:
+    chain = Chain()
+    assert await chain.send(msg("hello", "d1"), "1-0") is Outcome.HANDED_OVER
+    old = chain.reached[0].thread_id
+    new_command = ChatOrder(after=None, chat="slack:D1")  # a `/new` still on its way
+    ctx = chain.context(msg("and now?", "d2"), "2-0", order=ChatOrder(after=new_command.done))
+    routed = asyncio.create_task(chain.send_ctx(ctx))
+    await asyncio.sleep(0.05)
+    assert not routed.done()
+    fresh = await chain.threads.start_new(ctx.conversation)  # what the `/new` does
+    new_command.done.set()
+    assert await routed is Outcome.HANDED_OVER
+    assert ctx.thread_id == fresh != old
+
+
+async def test_a_dms_thread_comes_with_its_admission_unless_an_earlier_message_is_on_its_way() -> (
+    None
+):
+    chain = Chain(admission=True)
+    assert await chain.send(msg("hello", "d1"), "1-0") is Outcome.HANDED_OVER
+    first = chain.reached[0]
+    assert chain.admission.asked == [first.conversation]
+    assert first.thread_id == await chain.threads.peek(first.conversation)
+
+    earlier = ChatOrder(after=None, chat="slack:D1")
+    ctx = chain.context(msg("again", "d2"), "2-0", order=ChatOrder(after=earlier.done))
+    routed = asyncio.create_task(chain.send_ctx(ctx))
+    await asyncio.sleep(0.05)
+    assert chain.admission.asked[-1] is None  # claimed and counted; the thread read waits
+    earlier.done.set()
+    assert await routed is Outcome.HANDED_OVER
+    assert ctx.thread_id == first.thread_id
+
+    group = msg("@bot hi", "g1", is_dm=False, chat_id="C1", mentions_bot=True)
+    assert await chain.send(group, "3-0") is Outcome.HANDED_OVER
+    assert chain.admission.asked[-1] is None  # a group's conversation may depend on bindings
