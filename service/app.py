@@ -154,6 +154,13 @@ async def build_core(
     dedupe = Dedupe(client, keys=keys)
     rate = RateLimiter(client, keys=keys, limit=settings.rate_limit_per_minute, window_s=60.0)
     threads = ThreadMap(client, keys=keys, ttl_s=ttl_s)
+    checkpointer = RedisCheckpointSaver(
+        client,
+        prefix=settings.redis_prefix,
+        ttl_s=settings.checkpoint_ttl_days * 24 * 3600 if settings.checkpoint_ttl_days else None,
+        keep=settings.checkpoints_keep,
+    )
+    default_spec = parse_agent_spec(default_choice(settings).agent)
     stores = ManagerStores(
         inbox=Inbox(
             client,
@@ -166,7 +173,13 @@ async def build_core(
         dedupe=dedupe,
         threads=threads,
         locks=ThreadLocks(client, keys=keys),
-        queue=ThreadQueue(client, keys=keys, lock_ttl_s=settings.lock_ttl_s),
+        queue=ThreadQueue(
+            client,
+            keys=keys,
+            lock_ttl_s=settings.lock_ttl_s,
+            # the run's first read goes with the submit, unless the agent keeps no checkpoints here
+            checkpoints=None if default_spec.kind == "remote" else checkpointer,
+        ),
         orphans=Orphans(
             client,
             keys=keys,
@@ -179,12 +192,6 @@ async def build_core(
         context=ContextRecords(client, keys=keys, mark_ttl_s=ttl_s),
         failures=FailureLog(client, keys=keys),
         feedback=FeedbackStore(client, keys=keys) if settings.feedback == "on" else None,
-    )
-    checkpointer = RedisCheckpointSaver(
-        client,
-        prefix=settings.redis_prefix,
-        ttl_s=settings.checkpoint_ttl_days * 24 * 3600 if settings.checkpoint_ttl_days else None,
-        keep=settings.checkpoints_keep,
     )
     tracing = tracing_from_env(env_name=settings.env_name, model_spec=settings.model)
     spans_inline_when_untraced(tracing)

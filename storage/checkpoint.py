@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import Any, cast
 
@@ -66,11 +67,13 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from storage.failures import redis_errors
 from storage.keys import Keys
+from storage.scripts import ScriptCall
 from switchboard.errors import FencedOut
 
 __all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver"]
 
 FENCE_KEY = "fence"
+_OFFERS_KEPT = 4096  # reads sent ahead and not (yet) taken: one per turn in flight
 """A `configurable` entry holding the writer's thread-lock token: checkpoints are written only
 while that token still holds the lock, so a worker that lost its lock cannot fork the history."""
 
@@ -326,6 +329,8 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         self._writes = client.register_script(_WRITES)
         self._load = client.register_script(_LOAD)
         self._delete = client.register_script(_DELETE)
+        # thread id → (lock token, `latest_call` reply): reads sent ahead with a turn's submit
+        self._offered: OrderedDict[str, tuple[str, Any]] = OrderedDict()
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         return [self._keys.checkpoint(thread_id, suffix) for suffix in _SUFFIXES]
@@ -348,6 +353,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         conf = config["configurable"]
         thread_id = conf["thread_id"]
+        self._drop_offers([str(thread_id)])
         ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
         checkpoint_id = _plain(checkpoint["id"], "id")
         member = f"{ns}\0{checkpoint_id}"
@@ -391,6 +397,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         if not writes:
             return
         conf = config["configurable"]
+        self._drop_offers([str(conf["thread_id"])])
         ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
         checkpoint_id = _plain(conf["checkpoint_id"], "id")
         task = _plain(task_id, "task id")
@@ -410,12 +417,48 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         thread_id = conf["thread_id"]
         ns = _plain(conf.get("checkpoint_ns", ""), "namespace")
         checkpoint_id = get_checkpoint_id(config)
-        args = ["ids", f"{ns}\0{_plain(checkpoint_id, 'id')}"] if checkpoint_id else ["latest", ns]
-        with redis_errors("checkpoint get"):
-            entries = await self._load(keys=self._thread_keys(str(thread_id)), args=args)
+        entries = self._take_offer(str(thread_id), conf) if not checkpoint_id and not ns else None
+        if entries is None:
+            args = (
+                ["ids", f"{ns}\0{_plain(checkpoint_id, 'id')}"] if checkpoint_id else ["latest", ns]
+            )
+            with redis_errors("checkpoint get"):
+                entries = await self._load(keys=self._thread_keys(str(thread_id)), args=args)
         if not entries or not entries[0]:
             return None
         return self._to_tuple(thread_id, entries[0])
+
+    # --- a read sent ahead with the turn's submit ---------------------------------------------
+
+    def latest_call(self, thread_id: str) -> ScriptCall:
+        """The read of a thread's latest root checkpoint, which its next run asks for first, as
+        a script call to send in the round trip of the turn's submit (`storage.scripts`)."""
+        return ScriptCall(self._load, self._thread_keys(str(thread_id)), ["latest", ""])
+
+    def offer(self, thread_id: str, fence: str, reply: Any) -> None:
+        """Keep `latest_call`'s reply, read just after taking the thread's lock `fence`, for the
+        first `aget_tuple` of that thread's latest root checkpoint under the same fence: no one
+        else writes the thread while the lock holds, and every write through this saver drops
+        the offer first. A stale offer (a later lock) is never taken; the oldest go first."""
+        self._offered[str(thread_id)] = (fence, reply)
+        self._offered.move_to_end(str(thread_id))
+        while len(self._offered) > _OFFERS_KEPT:
+            self._offered.popitem(last=False)
+
+    def _take_offer(self, thread_id: str, conf: dict[str, Any]) -> Any | None:
+        offered = self._offered.pop(thread_id, None)
+        if offered is None or not offered[0] or offered[0] != conf.get(FENCE_KEY):
+            return None
+        return offered[1]
+
+    def _drop_offers(self, thread_ids: Sequence[str] | None) -> None:
+        """Before any write (of these threads; None: of any): what was read ahead is no longer
+        the latest."""
+        if thread_ids is None:
+            self._offered.clear()
+            return
+        for thread_id in thread_ids:
+            self._offered.pop(str(thread_id), None)
 
     def _to_tuple(self, thread_id: Any, entry: list[Any]) -> CheckpointTuple:
         member, raw_checkpoint, raw_meta, parent, refs, blobs, raw_writes = entry
@@ -576,6 +619,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         tid = str(thread_id)
+        self._drop_offers([tid])
         with redis_errors("checkpoint delete_thread"):
             await self._r.delete(*self._thread_keys(tid))
         _log.info("checkpoint.thread_deleted", thread_id=tid)
@@ -586,6 +630,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         runs = list(dict.fromkeys(_plain(r, "run id") for r in run_ids))
         if not runs:
             return
+        self._drop_offers(None)
         threads = deleted = 0
         with redis_errors("checkpoint delete_for_runs"):
             async for tid in self._scan_threads():
@@ -600,6 +645,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         src, dst = str(source_thread_id), str(target_thread_id)
         if src == dst:
             return
+        self._drop_offers([dst])
         src_keys, dst_keys = self._thread_keys(src), self._thread_keys(dst)
         with redis_errors("checkpoint copy_thread"):
             read = self._r.pipeline(transaction=True)
@@ -631,6 +677,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         DeltaChannels replay from); `delete` removes the threads."""
         if strategy not in ("keep_latest", "delete"):
             raise ValueError(f"unknown prune strategy {strategy!r}")
+        self._drop_offers([str(t) for t in thread_ids])
         for thread_id in thread_ids:
             if strategy == "delete":
                 await self.adelete_thread(thread_id)

@@ -49,6 +49,7 @@ from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.locks import LOCK_TTL_S, lock_ms
+from storage.scripts import ScriptCall, run_scripts
 from switchboard.state import (
     BusyMode,
     Ledger,
@@ -64,6 +65,8 @@ from switchboard.state import (
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
     from redis.typing import EncodableT
+
+    from storage.checkpoint import RedisCheckpointSaver
 
 __all__ = [
     "DONE_TTL_S",
@@ -257,11 +260,15 @@ class ThreadQueue:
         keys: Keys,
         lock_ttl_s: float = LOCK_TTL_S,
         cap: int = QUEUE_CAP,
+        checkpoints: RedisCheckpointSaver | None = None,
     ) -> None:
+        """With `checkpoints`, a submit reads the thread's latest checkpoint in its own round
+        trip (same hash slot) and, when it takes the lock, offers it to the saver for the run."""
         self._r = client
         self._keys = keys
         self.lock_ttl_s = lock_ttl_s
         self.cap = cap
+        self._checkpoints = checkpoints
         self._submit = client.register_script(_SUBMIT)
         self._resume = client.register_script(_RESUME)
         self._finish = client.register_script(_FINISH)
@@ -296,22 +303,30 @@ class ThreadQueue:
         """Queue the message and take the lock if it is free (then answer the queue). `busy` is
         the default mode, for a conversation that set none: in `reject` mode a busy thread
         refuses the message (BUSY) instead."""
-        raw = await self._call(
-            "submit",
-            self._submit,
-            thread_id,
-            [
-                token,
-                lock_ms(self.lock_ttl_s),
-                sortable_entry_id(entry_id),
-                payload,
-                self.cap,
-                QUEUE_TTL_S,
-                str(busy),
-                MODE_TTL_S,
-            ],
-        )
-        return self._slot(thread_id, token, raw)
+        args: list[EncodableT] = [
+            token,
+            lock_ms(self.lock_ttl_s),
+            sortable_entry_id(entry_id),
+            payload,
+            self.cap,
+            QUEUE_TTL_S,
+            str(busy),
+            MODE_TTL_S,
+        ]
+        if self._checkpoints is None:
+            return self._slot(
+                thread_id, token, await self._call("submit", self._submit, thread_id, args)
+            )
+        calls = [
+            ScriptCall(self._submit, self._thread_keys(thread_id), args),
+            self._checkpoints.latest_call(thread_id),
+        ]
+        with redis_errors("thread submit"):
+            raw, latest = await run_scripts(self._r, calls)
+        slot = self._slot(thread_id, token, cast("list[Any]", raw))
+        if slot.state is SlotState.RUN:
+            self._checkpoints.offer(thread_id, token, latest)
+        return slot
 
     async def resume(self, thread_id: str, token: str) -> Slot:
         """Take the lock of a queue left without a holder (crash, or a failed finish)."""
