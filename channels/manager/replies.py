@@ -72,7 +72,8 @@ class Responder:
         indicator (nor the API call and rate budget it costs). A failing indicator never fails
         the turn."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(answered.wait(), self._typing_delay_s)
+            async with asyncio.timeout(self._typing_delay_s):  # a timer, not wait_for's task
+                await answered.wait()
             return
         try:
             async with adapter.typing(target):
