@@ -41,12 +41,12 @@ integration: install
 WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
 
 test: lint
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup -m "not slow"
+	$(BIN)/pytest -q -n $(WORKERS) -m "not slow"
 
 # The fault tests (kill -9, bursts, Sentinel failover, Redis restarts), two at a time: their
 # leases, paced sends and failover windows are what they test. .ci/run runs them after make test.
 test-slow: install
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m slow
+	$(BIN)/pytest -q -n 2 -m slow
 
 test-all: test test-slow
 

@@ -30,5 +30,5 @@ PY
 echo "=== dependency floors ==="
 grep -iE "^($(echo "$FLOORED" | tr ' ' '|' | sed 's/\./[.-]/g'))==" "$WORK/floors.txt"
 "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -r "$WORK/floors.txt"
-"$VENV/bin/pytest" -q -n "$WORKERS" --dist loadgroup -m "not slow" \
+"$VENV/bin/pytest" -q -n "$WORKERS" -m "not slow" \
   tests/unit tests/integration/agent tests/integration/storage tests/integration/channels

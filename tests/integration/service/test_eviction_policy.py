@@ -19,9 +19,8 @@ from storage import connect, maxmemory_policy
 
 __all__: list[str] = []
 
-# On a shared server (REDIS_URL) these must not overlap: one sets the eviction policy, the
-# browser test reads it (tests/integration/conftest.py).
-pytestmark = pytest.mark.xdist_group("server_config")
+# Sets the server's eviction policy: on a shared server (REDIS_URL) nothing may run beside it.
+pytestmark = pytest.mark.server_wide
 
 
 def _settings(redis_url: str, prefix: str, data: Path) -> Settings:

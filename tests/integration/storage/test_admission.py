@@ -47,6 +47,7 @@ async def test_the_same_entry_admitted_again_after_a_lost_reply_is_new_and_count
     assert await redis.zcard(keys.rate("slack", "U1")) == 1
 
 
+@pytest.mark.server_wide  # SCRIPT FLUSH
 async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_script_flush(
     redis_url: str, keys: Keys, redis_cluster: bool
 ) -> None:

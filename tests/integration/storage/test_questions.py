@@ -88,9 +88,9 @@ async def test_the_key_expires_at_the_questions_expires_at(
     redis: aioredis.Redis, keys: Keys
 ) -> None:
     questions = PendingQuestions(redis, keys=keys)
-    await questions.put("t1", _question(expires_at=time.time() + 0.4))
-    assert 0 < await redis.pttl(keys.question("t1")) <= 400
-    assert await questions.get("t1") is not None
+    await questions.put("t1", _question(expires_at=time.time() + 1.5))
+    assert 0 < await redis.pttl(keys.question("t1")) <= 1500
+    assert await questions.get("t1") is not None  # 1.5 s: room for a busy machine
 
     async def gone() -> bool:
         return await redis.exists(keys.question("t1")) == 0

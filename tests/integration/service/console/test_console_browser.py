@@ -27,10 +27,6 @@ from tests.support import free_port, wait_until
 ADMIN_KEY = "console-browser-admin-key-0123456789"
 ANN = FakeTelegram.user(7, "Ann")
 
-# On a shared server (REDIS_URL) these must not overlap: one sets the eviction policy, the
-# browser test reads it (tests/integration/conftest.py).
-pytestmark = pytest.mark.xdist_group("server_config")
-
 
 @dataclass
 class Service:
