@@ -1,5 +1,5 @@
 """A message's way in, in one round trip: its dedupe claim, its sender's flood-limit hit and,
-when the caller may use it, its conversation's thread.
+when the caller may use it, its conversation's thread (if the conversation was started).
 
 The scripts touch different hash slots (the chat's, the sender's, the conversation's), so they
 cannot be one script; they are independent, so one pipeline carries them. A duplicate is not
@@ -41,14 +41,16 @@ class Admission:
         conversation: str | None = None,
     ) -> Admitted:
         """Claim the message for the inbox entry `owner` and count it against its sender; with
-        `conversation`, resolve its thread too (created on first use, as `ThreadMap.resolve`)."""
+        `conversation`, read its thread too (refreshed as `ThreadMap.resolve` does; None when
+        the conversation was not started, which only `resolve` does, for a message that may)."""
         calls = [
             self._dedupe.claim_call(platform, provider_ids, scope=scope, owner=owner),
             self._rate.hit_call(platform, sender_id, message_id),
         ]
         if conversation is not None:
-            calls.append(self._threads.resolve_call(conversation))
+            calls.append(self._threads.touch_call(conversation))
         with redis_errors("admission"):
             replies = await run_scripts(self._r, calls)
-        thread_id = thread_of(replies[2]) if conversation is not None else None
+        started = replies[2] if conversation is not None else None
+        thread_id = thread_of(started) if started is not None else None
         return Admitted(claim_of(replies[0]), decision(replies[1]), thread_id)

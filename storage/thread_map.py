@@ -41,6 +41,17 @@ return ARGV[1]
 """
 
 
+# The existing thread id, its TTL refreshed; nil for a conversation not started (`resolve` starts
+# it, once the message is known to be one that may).
+_TOUCH = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return current
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """A conversation as the operator console lists it."""
@@ -65,6 +76,7 @@ class ThreadMap:
         self._keys = keys
         self._ttl = ttl_s
         self._resolve = client.register_script(_RESOLVE)
+        self._touch = client.register_script(_TOUCH)
 
     async def resolve(self, conversation_key: str) -> str:
         """The conversation's thread id, created on first use."""
@@ -79,6 +91,11 @@ class ThreadMap:
         return ScriptCall(
             self._resolve, [self._keys.conversation(conversation_key)], [new_thread_id(), self._ttl]
         )
+
+    def touch_call(self, conversation_key: str) -> ScriptCall:
+        """The thread of a started conversation, its TTL refreshed as `resolve` does (nil for
+        one not started), as a script call to run in one round trip with others."""
+        return ScriptCall(self._touch, [self._keys.conversation(conversation_key)], [self._ttl])
 
     async def peek(self, conversation_key: str) -> str | None:
         """The thread id if the conversation has one, without creating or refreshing it."""

@@ -63,7 +63,7 @@ class MessageContext:
     thread_id: str | None = None
     turn_order: ChatOrder | None = None  # set by the intake: queue after earlier messages
     rate: RateDecision | None = None  # the flood limit's verdict, when taken with the dedupe claim
-    thread_hint: str | None = None  # the DM's thread, resolved with the dedupe claim (DedupeGate)
+    thread_hint: str | None = None  # the DM's thread, read with the dedupe claim (DedupeGate)
 
     def __post_init__(self) -> None:
         self.conversation = conversation_key(self.msg)

@@ -74,9 +74,10 @@ class DedupeGate:
     a message by its own id), and the verdict waits in `ctx.rate`. Votes and Home requests,
     which leave the chain before the flood limit, are only claimed.
 
-    A DM's thread is resolved in that round trip too (`ctx.thread_hint`, for `Routing`), but
-    only while no earlier message of its chat is still on its way here: a `/new` among those
-    could point the conversation at a new thread after this read."""
+    A DM's thread is read in that round trip too (`ctx.thread_hint`, for `Routing`) when its
+    conversation was started (only `Routing` starts one, so a command never does), and only
+    while no earlier message of its chat is still on its way here: a `/new` among those could
+    point the conversation at a new thread after this read."""
 
     def __init__(self, dedupe: DedupeStore, admission: AdmissionStore | None = None) -> None:
         self._dedupe = dedupe

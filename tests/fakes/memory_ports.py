@@ -596,6 +596,13 @@ class MemoryThreads:
         value = self._s.get(f"conv:{conversation_key}")
         return None if value is None else str(value)
 
+    async def touch(self, conversation_key: str) -> str | None:
+        """`touch_call`: a started conversation's thread, its TTL refreshed."""
+        value = await self.peek(conversation_key)
+        if value is not None:
+            self._s.expire(f"conv:{conversation_key}", self._ttl)
+        return value
+
     async def start_new(self, conversation_key: str) -> str:
         thread_id = uuid.uuid4().hex
         self._s.set(f"conv:{conversation_key}", thread_id, self._ttl)
@@ -648,7 +655,7 @@ class MemoryAdmission:
         self.asked.append(conversation)
         claim = await self._dedupe.claim(platform, provider_ids, scope=scope, owner=owner)
         rate = await self._rate.hit(platform, sender_id, message_id)
-        thread = await self._threads.resolve(conversation) if conversation is not None else None
+        thread = await self._threads.touch(conversation) if conversation is not None else None
         return Admitted(claim, rate, thread)
 
 

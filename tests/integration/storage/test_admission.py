@@ -65,18 +65,26 @@ async def test_both_scripts_go_in_one_round_trip_and_are_sent_again_after_a_scri
         assert proxy.requests == 2  # NOSCRIPT for both, then their text
 
 
-async def test_the_thread_comes_in_the_same_round_trip_created_once_and_then_found(
+async def test_a_started_conversations_thread_comes_in_the_same_round_trip_and_none_is_started(
     redis_url: str, keys: Keys, redis_cluster: bool
 ) -> None:
     if redis_cluster:
         pytest.skip("a cluster client talks to every node directly; one proxy cannot count it")
     async with counting_client(redis_url) as (client, proxy):
         admission = _admission(client, keys, limit=10)
-        await _admit(admission, "m0", "0-0")  # connected, scripts loaded
         threads = ThreadMap(client, keys=keys)
-        await threads.resolve("other")  # the resolve script loaded
+        for n in range(2):  # connected, scripts loaded
+            await admission.admit(
+                "slack",
+                [f"D0:w{n}"],
+                scope="D0",
+                owner=f"{n}-1",
+                sender_id="U0",
+                message_id=f"w{n}",
+                conversation="slack:T1:D0",
+            )
         proxy.requests = 0
-        first = await admission.admit(
+        unstarted = await admission.admit(
             "slack",
             ["D1:m1"],
             scope="D1",
@@ -85,8 +93,12 @@ async def test_the_thread_comes_in_the_same_round_trip_created_once_and_then_fou
             message_id="m1",
             conversation="slack:T1:D1",
         )
-        assert proxy.requests == 1
-        again = await admission.admit(
+        assert proxy.requests == 1 and unstarted.thread_id is None
+        assert await threads.peek("slack:T1:D1") is None  # only Routing starts one
+        started = await threads.resolve("slack:T1:D1")
+        await client.expire(keys.conversation("slack:T1:D1"), 60)
+        proxy.requests = 0
+        known = await admission.admit(
             "slack",
             ["D1:m2"],
             scope="D1",
@@ -95,14 +107,13 @@ async def test_the_thread_comes_in_the_same_round_trip_created_once_and_then_fou
             message_id="m2",
             conversation="slack:T1:D1",
         )
-        assert (
-            (first.claim, first.rate)
-            == (again.claim, again.rate)
-            == (Claim.NEW, RateDecision.ALLOW)
+        assert proxy.requests == 1
+        assert (known.claim, known.rate, known.thread_id) == (
+            Claim.NEW,
+            RateDecision.ALLOW,
+            started,
         )
-        assert first.thread_id is not None and first.thread_id == again.thread_id
-        assert await threads.peek("slack:T1:D1") == first.thread_id
-        assert await client.ttl(keys.conversation("slack:T1:D1")) > 0
+        assert await client.ttl(keys.conversation("slack:T1:D1")) > 60  # refreshed as resolve does
 
 
 async def test_a_script_error_among_the_calls_is_raised(redis: aioredis.Redis, keys: Keys) -> None:
