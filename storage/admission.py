@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.dedupe import Dedupe, claim_of
 from storage.failures import redis_errors
 from storage.ratelimit import RateLimiter, decision
 from storage.scripts import run_scripts
-from storage.thread_map import ThreadMap, thread_of
+from storage.thread_map import ThreadMap
 from switchboard.state import Admitted
 
 __all__ = ["Admission"]
@@ -52,5 +53,5 @@ class Admission:
         with redis_errors("admission"):
             replies = await run_scripts(self._r, calls)
         started = replies[2] if conversation is not None else None
-        thread_id = thread_of(started) if started is not None else None
+        thread_id = as_text(started) if started is not None else None
         return Admitted(claim_of(replies[0]), decision(replies[1]), thread_id)

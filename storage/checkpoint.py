@@ -73,9 +73,9 @@ from switchboard.errors import FencedOut
 __all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver"]
 
 FENCE_KEY = "fence"
-_OFFERS_KEPT = 4096  # reads sent ahead and not (yet) taken: one per turn in flight
 """A `configurable` entry holding the writer's thread-lock token: checkpoints are written only
 while that token still holds the lock, so a worker that lost its lock cannot fork the history."""
+_OFFERS_KEPT = 4096  # reads sent ahead and not (yet) taken: one per turn in flight
 
 
 _log = structlog.get_logger(__name__)

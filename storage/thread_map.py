@@ -23,7 +23,7 @@ from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.scripts import ScriptCall
 
-__all__ = ["REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap", "thread_of"]
+__all__ = ["REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap"]
 
 THREAD_TTL_S = 30 * 24 * 3600  # Longer than any platform's auto-reply window; refreshed on use.
 REPLIES_PER_THREAD = 50  # Bot messages of one conversation a reply can continue it from.
@@ -65,11 +65,6 @@ def new_thread_id() -> str:
     return uuid.uuid4().hex
 
 
-def thread_of(raw: bytes | str) -> str:
-    """The resolve script's reply as a thread id."""
-    return as_text(raw)
-
-
 class ThreadMap:
     def __init__(self, client: redis.Redis, *, keys: Keys, ttl_s: int = THREAD_TTL_S) -> None:
         self._r = client
@@ -80,17 +75,11 @@ class ThreadMap:
 
     async def resolve(self, conversation_key: str) -> str:
         """The conversation's thread id, created on first use."""
-        call = self.resolve_call(conversation_key)
         with redis_errors("thread resolve"):
-            raw = await call.script(keys=call.keys, args=call.args)
-        return thread_of(raw)
-
-    def resolve_call(self, conversation_key: str) -> ScriptCall:
-        """`resolve` as a script call, to run in one round trip with others (`storage.scripts`);
-        `thread_of` reads its reply."""
-        return ScriptCall(
-            self._resolve, [self._keys.conversation(conversation_key)], [new_thread_id(), self._ttl]
-        )
+            raw = await self._resolve(
+                keys=[self._keys.conversation(conversation_key)], args=[new_thread_id(), self._ttl]
+            )
+        return as_text(raw)
 
     def touch_call(self, conversation_key: str) -> ScriptCall:
         """The thread of a started conversation, its TTL refreshed as `resolve` does (nil for

@@ -72,7 +72,7 @@ class RateDecision(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Admitted:
     """A message's way in, read in one round trip: its dedupe claim, its sender's flood-limit
-    verdict and, when asked for, its conversation's thread (created on first use)."""
+    verdict and, when asked for, its conversation's thread (None while it was not started)."""
 
     claim: Claim
     rate: RateDecision

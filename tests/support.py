@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import itertools
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 __all__ = ["free_port", "wait_until"]
@@ -34,7 +36,16 @@ async def wait_until(
 
 
 _PORTS_FROM, _PORTS_PER_WORKER = 20_000, 1_000  # below Linux's ephemeral range (32768-60999)
-_next_port: list[int] = []
+
+
+@functools.cache
+def _worker_ports() -> Iterator[int]:
+    """This process's block of ports, endlessly, from a pid-dependent start inside it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    start = _PORTS_FROM + (int(worker) % 12 if worker.isdigit() else 0) * _PORTS_PER_WORKER
+    block = range(start, start + _PORTS_PER_WORKER)
+    offset = os.getpid() % 200
+    return itertools.cycle([*block[offset:], *block[:offset]])
 
 
 def free_port() -> int:
@@ -44,14 +55,7 @@ def free_port() -> int:
     outgoing connection of the parallel workers also takes its local port, so one could take
     the port before our server binds it. Each xdist worker walks a block of its own below that
     range instead, never handing out a port twice."""
-    if not _next_port:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-        index = int(worker) if worker.isdigit() else 0
-        _next_port.append(_PORTS_FROM + (index % 12) * _PORTS_PER_WORKER + os.getpid() % 200)
-    for _ in range(_PORTS_PER_WORKER):
-        port = _next_port[0]
-        block_start = port - (port - _PORTS_FROM) % _PORTS_PER_WORKER
-        _next_port[0] = block_start + (port + 1 - block_start) % _PORTS_PER_WORKER
+    for port in itertools.islice(_worker_ports(), _PORTS_PER_WORKER):
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))

@@ -44,6 +44,11 @@ class ChatOrder:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     chat: str = ""
 
+    @property
+    def first(self) -> bool:
+        """No earlier message of the chat is still on its way to the thread's queue."""
+        return self.after is None or self.after.is_set()
+
     async def wait_turn(self) -> None:
         if self.after is not None:
             await self.after.wait()

@@ -88,8 +88,7 @@ class DedupeGate:
         ids = list(msg.dedupe_ids)
         home = msg.native is not None and msg.native.name == HOME_REQUEST
         if self._admission is not None and rate_limited(msg) and msg.vote is None and not home:
-            order = ctx.turn_order
-            first = order is None or order.after is None or order.after.is_set()
+            first = ctx.turn_order is None or ctx.turn_order.first
             admitted = await self._admission.admit(
                 str(msg.platform),
                 ids,

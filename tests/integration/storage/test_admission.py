@@ -8,6 +8,7 @@ import redis.asyncio as aioredis
 
 from storage import Admission, Claim, Dedupe, Keys, RateDecision, RateLimiter, ThreadMap
 from storage.scripts import ScriptCall, run_scripts
+from switchboard.state import Admitted
 from tests.round_trips import counting_client
 
 __all__: list[str] = []
@@ -17,6 +18,19 @@ def _admission(redis: aioredis.Redis, keys: Keys, limit: int = 2) -> Admission:
     rate = RateLimiter(redis, keys=keys, limit=limit, window_s=60.0)
     threads = ThreadMap(redis, keys=keys)
     return Admission(redis, dedupe=Dedupe(redis, keys=keys), rate=rate, threads=threads)
+
+
+async def _admit_dm(admission: Admission, chat: str, message: str, owner: str) -> Admitted:
+    """A DM's admission, its conversation's thread asked for too."""
+    return await admission.admit(
+        "slack",
+        [f"{chat}:{message}"],
+        scope=chat,
+        owner=owner,
+        sender_id="U1",
+        message_id=message,
+        conversation=f"slack:T1:{chat}",
+    )
 
 
 async def _admit(admission: Admission, message: str, owner: str) -> tuple[Claim, RateDecision]:
@@ -74,39 +88,15 @@ async def test_a_started_conversations_thread_comes_in_the_same_round_trip_and_n
         admission = _admission(client, keys, limit=10)
         threads = ThreadMap(client, keys=keys)
         for n in range(2):  # connected, scripts loaded
-            await admission.admit(
-                "slack",
-                [f"D0:w{n}"],
-                scope="D0",
-                owner=f"{n}-1",
-                sender_id="U0",
-                message_id=f"w{n}",
-                conversation="slack:T1:D0",
-            )
+            await _admit_dm(admission, "D0", f"w{n}", f"{n}-1")
         proxy.requests = 0
-        unstarted = await admission.admit(
-            "slack",
-            ["D1:m1"],
-            scope="D1",
-            owner="1-0",
-            sender_id="U1",
-            message_id="m1",
-            conversation="slack:T1:D1",
-        )
+        unstarted = await _admit_dm(admission, "D1", "m1", "1-0")
         assert proxy.requests == 1 and unstarted.thread_id is None
         assert await threads.peek("slack:T1:D1") is None  # only Routing starts one
         started = await threads.resolve("slack:T1:D1")
         await client.expire(keys.conversation("slack:T1:D1"), 60)
         proxy.requests = 0
-        known = await admission.admit(
-            "slack",
-            ["D1:m2"],
-            scope="D1",
-            owner="2-0",
-            sender_id="U1",
-            message_id="m2",
-            conversation="slack:T1:D1",
-        )
+        known = await _admit_dm(admission, "D1", "m2", "2-0")
         assert proxy.requests == 1
         assert (known.claim, known.rate, known.thread_id) == (
             Claim.NEW,
