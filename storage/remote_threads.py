@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import redis.asyncio as redis
 
+from storage.decoding import as_text
 from storage.failures import redis_errors
 from storage.keys import Keys
-from storage.thread_map import THREAD_TTL_S
+from storage.thread_map import KEEP_FIRST, THREAD_TTL_S
 
 __all__ = ["RemoteThreads"]
-
-# Keep the stored id if there is one (refreshing its TTL), else store the proposed one; one script,
-# so two workers that both created a server thread agree on the first one stored.
-_CLAIM = """
-local current = redis.call('GET', KEYS[1])
-if current then
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
-  return current
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return ARGV[1]
-"""
 
 
 class RemoteThreads:
@@ -36,7 +25,7 @@ class RemoteThreads:
         self._r = client
         self._keys = keys
         self._ttl = ttl_s
-        self._claim = client.register_script(_CLAIM)
+        self._claim = client.register_script(KEEP_FIRST)
 
     async def get(self, thread_id: str) -> str | None:
         """The server thread id, refreshing the mapping's TTL; None when there is none yet."""
@@ -45,7 +34,7 @@ class RemoteThreads:
             raw = await self._r.getex(key, ex=self._ttl)
         if raw is None:
             return None
-        return raw.decode() if isinstance(raw, bytes) else str(raw)
+        return as_text(raw)
 
     async def claim(self, thread_id: str, server_thread_id: str) -> str:
         """Store `server_thread_id` unless one is stored already; returns the one that holds."""
@@ -53,4 +42,4 @@ class RemoteThreads:
             raw = await self._claim(
                 keys=[self._keys.remote_thread(thread_id)], args=[server_thread_id, self._ttl]
             )
-        return raw.decode() if isinstance(raw, bytes) else str(raw)
+        return as_text(raw)

@@ -23,14 +23,15 @@ from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.scripts import ScriptCall
 
-__all__ = ["REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap"]
+__all__ = ["KEEP_FIRST", "REPLIES_PER_THREAD", "THREAD_TTL_S", "Conversation", "ThreadMap"]
 
 THREAD_TTL_S = 30 * 24 * 3600  # Longer than any platform's auto-reply window; refreshed on use.
 REPLIES_PER_THREAD = 50  # Bot messages of one conversation a reply can continue it from.
 
-# Get the existing thread id or store the proposed one, refreshing the TTL either way; one script so
-# two concurrent first messages agree on one thread.
-_RESOLVE = """
+# Get the stored value (KEYS[1]) or store the proposed one (ARGV[1]), refreshing the TTL (ARGV[2])
+# either way; one script so two concurrent first writers agree on one value: here two first
+# messages of one conversation, in `remote_threads.py` two workers that each made a server thread.
+KEEP_FIRST = """
 local current = redis.call('GET', KEYS[1])
 if current then
   redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -70,7 +71,7 @@ class ThreadMap:
         self._r = client
         self._keys = keys
         self._ttl = ttl_s
-        self._resolve = client.register_script(_RESOLVE)
+        self._resolve = client.register_script(KEEP_FIRST)
         self._touch = client.register_script(_TOUCH)
 
     async def resolve(self, conversation_key: str) -> str:
