@@ -101,10 +101,7 @@ class FairShare:
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await _cancel_and_wait(self._task)
         with contextlib.suppress(StorageError):
             await self._leases.leave(self.group, self._member)
 
@@ -150,10 +147,7 @@ class ConnectionOwner:
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await _cancel_and_wait(self._task)
         if self.owner:
             await self._let_go()
 
@@ -202,9 +196,7 @@ class ConnectionOwner:
         finally:
             self.opening = False
             done = True
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            await _cancel_and_wait(keeper)
         if lost.is_set():
             _log.warning("lease.lost", lease=self._name)
             with contextlib.suppress(Exception):
@@ -273,3 +265,12 @@ class ConnectionOwner:
                 self.owner = False
                 with contextlib.suppress(Exception):
                     await self._receiver.stop_receiving()
+
+
+async def _cancel_and_wait(task: asyncio.Task[None] | None) -> None:
+    """Cancel a loop of ours and wait for it to end, so nothing renews or beats after a stop."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
