@@ -21,7 +21,8 @@ _CHUNK = 64 * 1024
 
 
 def check_size(size: int, max_bytes: int, *, platform: str) -> None:
-    """Refuse a file whose reported size is over the cap, before fetching anything."""
+    """Refuse a file over the cap before any byte moves: a download by the size the platform
+    reported, an upload by its length."""
     if size and size > max_bytes:
         raise FileTooLarge(
             f"{platform}: file of {size} bytes is over the {max_bytes}-byte limit",

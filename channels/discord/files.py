@@ -18,7 +18,7 @@ from channels.discord.errors import translated
 from channels.discord.pacing import DiscordPacing
 from channels.files import check_size, download
 from channels.message import Attachment, Platform, ReplyTarget
-from switchboard.errors import FileTooLarge, PlatformError
+from switchboard.errors import PlatformError
 
 __all__ = ["MAX_UPLOAD_BYTES", "DiscordFiles"]
 
@@ -54,13 +54,7 @@ class DiscordFiles:
         return await download(attachment.url, max_bytes, platform=_PLATFORM)
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise FileTooLarge(
-                "discord: file over the upload limit",
-                platform=_PLATFORM,
-                size=len(data),
-                limit=MAX_UPLOAD_BYTES,
-            )
+        check_size(len(data), MAX_UPLOAD_BYTES, platform=_PLATFORM)
         channel = self._client.get_partial_messageable(int(target.chat_id))
         extra: _SendExtra = {}
         reference = self._reference(target)

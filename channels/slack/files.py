@@ -19,7 +19,7 @@ from channels.adapter import SentRef
 from channels.files import check_size, download
 from channels.message import Attachment, Platform, ReplyTarget
 from channels.slack.pacing import SlackPacing
-from switchboard.errors import FileTooLarge, PlatformError
+from switchboard.errors import PlatformError
 
 __all__ = ["MAX_UPLOAD_BYTES", "SlackFiles"]
 
@@ -66,13 +66,7 @@ class SlackFiles:
         )
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise FileTooLarge(
-                "slack: file over the upload limit",
-                platform=_PLATFORM,
-                size=len(data),
-                limit=MAX_UPLOAD_BYTES,
-            )
+        check_size(len(data), MAX_UPLOAD_BYTES, platform=_PLATFORM)
         await self._pacing.post(target.chat_id)
         await self._call(
             self._client.files_upload_v2(

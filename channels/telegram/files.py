@@ -19,7 +19,7 @@ from channels.adapter import SentRef
 from channels.files import check_size, download
 from channels.message import Attachment, Platform, ReplyTarget
 from channels.telegram.calls import BotCalls
-from switchboard.errors import FileTooLarge, PlatformError
+from switchboard.errors import PlatformError
 
 __all__ = ["MAX_DOWNLOAD_BYTES", "MAX_PHOTO_BYTES", "MAX_UPLOAD_BYTES", "TelegramFiles"]
 
@@ -51,13 +51,7 @@ class TelegramFiles:
         return await download(url, cap, platform=_PLATFORM)
 
     async def send_file(self, target: ReplyTarget, name: str, data: bytes, mime: str) -> SentRef:
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise FileTooLarge(
-                "telegram: file over the bot upload limit",
-                platform=_PLATFORM,
-                size=len(data),
-                limit=MAX_UPLOAD_BYTES,
-            )
+        check_size(len(data), MAX_UPLOAD_BYTES, platform=_PLATFORM)
         fields: dict[str, Any] = {"chat_id": int(target.chat_id)}
         if target.is_topic and target.thread_anchor:
             fields["message_thread_id"] = int(target.thread_anchor)
