@@ -17,7 +17,6 @@ Every call books the bot's request window (`DiscordPacing.read`); discord.py wai
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -100,17 +99,10 @@ class DiscordHistory:
     async def _lookup(self, guild: str, users: Iterable[str]) -> dict[str, str]:
         if not guild:
             return {}
-        names: dict[str, str] = {}
-        wanted: list[str] = []
-        for user in dict.fromkeys(u for u in users if u):
-            known = self._names.get(f"{guild}:{user}")
-            if known is not None:
-                names[user] = known
-            elif len(wanted) < _MAX_LOOKUPS:
-                wanted.append(user)
-        found = await asyncio.gather(*(self._member(guild, user) for user in wanted))
-        names.update({user: name for user, name in zip(wanted, found, strict=True) if name})
-        return names
+        users = dict.fromkeys(u for u in users if u)
+        return await self._names.lookup(
+            guild, users, lambda user: self._member(guild, user), most=_MAX_LOOKUPS
+        )
 
     async def _member(self, guild: str, user: str) -> str | None:
         await self._pacing.read()
@@ -121,8 +113,6 @@ class DiscordHistory:
             return None  # left the guild, or no permission: the account's name stands in
         account = data.get("user") or {}
         name = str(data.get("nick") or account.get("global_name") or account.get("username") or "")
-        if name:
-            self._names.put(f"{guild}:{user}", name)
         return name or None
 
 

@@ -20,10 +20,9 @@ the read, so the turn goes on without context rather than waiting a minute.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -115,7 +114,9 @@ class SlackHistory:
             people.update(_mentioned(str(m.get("text") or "")))
         if self._me.user_id and self._me.name:
             people.discard(self._me.user_id)
-        names = await self._lookup(people, workspace)
+        names = await self._names.lookup(
+            workspace, people, lambda user: self._user(user, workspace), most=_MAX_LOOKUPS
+        )
         if self._me.user_id and self._me.name:
             names[self._me.user_id] = self._me.name
         return [self._context(m, names) for m in usable]
@@ -182,19 +183,6 @@ class SlackHistory:
                 break
         return [parent, *newest] if parent is not None else newest
 
-    async def _lookup(self, people: Iterable[str], workspace: str) -> dict[str, str]:
-        names: dict[str, str] = {}
-        wanted: list[str] = []
-        for user in people:
-            known = self._names.get(f"{workspace}:{user}")
-            if known is not None:
-                names[user] = known
-            elif len(wanted) < _MAX_LOOKUPS:
-                wanted.append(user)
-        found = await asyncio.gather(*(self._user(user, workspace) for user in wanted))
-        names.update({user: name for user, name in zip(wanted, found, strict=True) if name})
-        return names
-
     async def _user(self, user: str, workspace: str) -> str | None:
         if not await self._pacing.lookup(workspace):
             return None
@@ -211,8 +199,6 @@ class SlackHistory:
             or data.get("name")
             or ""
         ).strip()
-        if name:
-            self._names.put(f"{workspace}:{user}", name)
         return name or None
 
     def _context(self, m: Mapping[str, Any], names: Mapping[str, str]) -> ContextMessage:

@@ -24,3 +24,18 @@ def test_past_its_size_the_least_recently_used_name_goes() -> None:
     assert names.get("a") == "A"
     names.put("c", "C")
     assert (names.get("a"), names.get("b"), names.get("c")) == ("A", None, "C")
+
+
+async def test_lookup_fetches_at_most_its_budget_and_keeps_what_it_found() -> None:
+    names = Names()
+    names.put("T1:U1", "Ann")
+    fetched: list[str] = []
+
+    async def fetch(user: str) -> str | None:
+        fetched.append(user)
+        return {"U2": "Bob"}.get(user)
+
+    found = await names.lookup("T1", ["U1", "U2", "U3", "U4"], fetch, most=2)
+    assert found == {"U1": "Ann", "U2": "Bob"}
+    assert fetched == ["U2", "U3"]
+    assert names.get("T1:U2") == "Bob" and names.get("T1:U3") is None
