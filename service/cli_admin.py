@@ -10,12 +10,12 @@ exits 1. An API key is printed once, alone on stdout, so scripts can capture it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from service.cli_errors import run_command
 from service.cli_feedback import add_feedback_commands
 from service.cli_usage import add_usage_commands
 from service.settings import Settings, load_settings
@@ -30,7 +30,6 @@ from storage import (
     is_wellformed_id,
     open_redis,
 )
-from switchboard.errors import ConfigError, StorageError, SwitchboardError
 
 __all__ = ["add_admin_commands", "store_url"]
 
@@ -76,14 +75,7 @@ def add_admin_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 
 def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        try:
-            return asyncio.run(_with_stores(handler, args))
-        except (ConfigError, StorageError) as exc:
-            _fail(str(exc))
-            return 2
-        except SwitchboardError as exc:
-            _fail(str(exc))
-            return 1
+        return run_command(_with_stores(handler, args))
 
     return run
 
@@ -101,10 +93,6 @@ async def _with_stores(handler: _Handler, args: argparse.Namespace) -> int:
     ) as client:
         keys = Keys(settings.redis_prefix)
         return await handler(args, _Stores(Accounts(client, keys=keys), Links(client, keys=keys)))
-
-
-def _fail(message: str) -> None:
-    print(f"switchboard: {message}", file=sys.stderr)
 
 
 def _when(ts: float) -> str:

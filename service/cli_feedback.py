@@ -1,7 +1,7 @@
 """Operator command for votes on answers: `switchboard feedback list [--since WHEN] [--limit N]`.
 
 One line per vote, newest first, tab-separated for `cut` and `awk`: platform, user, value (`up` or
-`down`), time (UTC, ISO 8601), then the answer's run id. Exit codes follow `cli_admin`: 2 for
+`down`), time (UTC, ISO 8601), then the answer's run id. Exit codes as `cli_errors` sets them: 2 for
 settings or storage, 1 for a refused request (an unreadable `--since`).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from datetime import UTC, datetime
 
+from service.cli_errors import fail
 from switchboard.errors import ConfigError, StorageError
 from switchboard.feedback import VoteRecord
 
@@ -42,12 +42,12 @@ def _list(args: argparse.Namespace) -> int:
         if not 1 <= args.limit <= 10_000:
             raise ValueError("--limit must be 1 to 10000")
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return 1
     try:
         votes = asyncio.run(_recent(since, args.limit))
     except (ConfigError, StorageError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return 2
     for vote in votes:
         print(format_vote(vote))
@@ -66,7 +66,3 @@ async def _recent(since: float, limit: int) -> list[VoteRecord]:
         return await FeedbackStore(client, keys=Keys(settings.redis_prefix)).recent(
             since=since, limit=limit
         )
-
-
-def _fail(message: str) -> None:
-    print(f"switchboard: {message}", file=sys.stderr)

@@ -3,7 +3,7 @@
 They open Redis the way the service does and show raw amounts (USD) and the limits in force,
 which chat never shows. `reset` forgets today's spend, and this week's only with `--weekly`, so a
 daily reset still leaves the weekly budget in force. `limit` sets a per-user override (`default`
-drops it, `0` = unlimited). Exit codes follow `cli_admin`: 2 for settings or storage, 1 for a
+drops it, `0` = unlimited). Exit codes as `cli_errors` sets them: 2 for settings or storage, 1 for a
 refused request (unknown platform, malformed id).
 
 The channel layer (and with it the agent and LangChain) is imported only when a usage command
@@ -13,15 +13,14 @@ runs, so building the parser keeps every other command's start-up fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from service.cli_errors import run_command
 from service.limits import check_limit_usd
-from switchboard.errors import ConfigError, StorageError, SwitchboardError
+from switchboard.errors import SwitchboardError
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk, UsageReport, WindowUsage
@@ -71,14 +70,7 @@ def _usd_or_default(value: str) -> float | str:
 
 def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        try:
-            return asyncio.run(_with_desk(handler, args))
-        except (ConfigError, StorageError) as exc:
-            _fail(str(exc))
-            return 2
-        except (SwitchboardError, ValueError) as exc:
-            _fail(str(exc))
-            return 1
+        return run_command(_with_desk(handler, args), refused=(SwitchboardError, ValueError))
 
     return run
 
@@ -98,10 +90,6 @@ async def _with_desk(handler: _Handler, args: argparse.Namespace) -> int:
     ) as client:
         ledger = UsageLedger(client, keys=Keys(settings.redis_prefix))
         return await handler(args, UsageDesk(ledger=ledger, budget=budget))
-
-
-def _fail(message: str) -> None:
-    print(f"switchboard: {message}", file=sys.stderr)
 
 
 def _usd(micros: int) -> str:
