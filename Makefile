@@ -43,10 +43,11 @@ WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n * 2)))
 test: lint
 	$(BIN)/pytest -q -n $(WORKERS) -m "not slow"
 
-# The fault tests (kill -9, bursts, Sentinel failover, Redis restarts), two at a time: their
-# leases, paced sends and failover windows are what they test. .ci/run runs them after make test.
+# The fault tests (kill -9, bursts, Sentinel failover, Redis restarts), four at a time: most of
+# their time is spent waiting out leases, paced sends and failover windows, not computing.
+# .ci/run runs them after make test.
 test-slow: install
-	$(BIN)/pytest -q -n 2 -m slow
+	$(BIN)/pytest -q -n 4 -m slow
 
 test-all: test test-slow
 
