@@ -198,6 +198,19 @@ async def redis_cpu(url: str) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
+async def redis_commands(url: str) -> dict[str, int]:
+    """Commands Valkey has run so far, by name (INFO commandstats; a script counts as its
+    EVALSHA or FCALL, and the commands it runs count too)."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        info = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in info.items()}
+
+
 def free_port() -> int:
     import socket
 

@@ -75,6 +75,7 @@ from bench._harness import clean_env as _clean_env
 from bench._harness import commit_of as _commit
 from bench._harness import emit as _emit
 from bench._harness import free_port as _free_port
+from bench._harness import redis_commands as _redis_commands
 from bench._harness import redis_cpu as _redis_cpu
 from bench._harness import tail as _tail
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
@@ -247,6 +248,7 @@ class Result:
     burst_cpu: float | None = None  # bot CPU s, burst start -> last answer
     burst_cpu_tail: float | None = None  # bot CPU s, burst start -> 1 s after the last answer
     redis_cpu: float | None = None  # Valkey CPU s over the same span as burst_cpu_tail
+    redis_commands: dict[str, int] = field(default_factory=dict)  # same span, by command
     other_threads_cpu: float | None = None  # of burst_cpu_tail, spent outside the main thread
     drain: float | None = None
     burst_n: int = 0
@@ -437,7 +439,7 @@ async def run_side(
         # 2. burst: every chat at once
         burst_tags = tags.take(len(burst))
         spy = await _start_profiler(harness, side, run, pid, args.profile)
-        redis0 = await _redis_cpu(redis_url)
+        redis0, commands0 = await _redis_cpu(redis_url), await _redis_commands(redis_url)
         threads0 = threads_cpu(pid)
         if args.gc_stats:
             bot.proc.send_signal(signal.SIGUSR2)
@@ -453,7 +455,7 @@ async def run_side(
             bot.proc.send_signal(signal.SIGUSR1)
             await asyncio.sleep(0.2)
             result.gc = _gc_stats(bot.log)
-        redis1 = await _redis_cpu(redis_url)
+        redis1, commands1 = await _redis_cpu(redis_url), await _redis_commands(redis_url)
         if spy is not None:
             await _stop_profiler(harness, spy)
         report = await tg.request(op="report", tags=burst_tags)
@@ -461,6 +463,11 @@ async def run_side(
         result.burst_cpu = waited["cpu"] - pushed["cpu"] if waited["done"] else None
         result.burst_cpu_tail = cpu_tail - pushed["cpu"]
         result.redis_cpu = redis1 - redis0
+        result.redis_commands = {
+            name: n - commands0.get(name, 0)
+            for name, n in commands1.items()
+            if n - commands0.get(name, 0) and name != "info"
+        }
         main = threads1.get(pid, 0.0) - threads0.get(pid, 0.0)
         rest = sum(threads1.values()) - sum(threads0.values()) - main
         result.other_threads_cpu = rest
@@ -667,6 +674,21 @@ def print_diagnostics(results: list[Result]) -> None:
             for m in methods
         )
         print(f"Bot API calls per burst message ({side.name}): {calls or '—'}")
+    for side in _sides(results):
+        rs = [r for r in _of(results, side) if r.redis_commands and r.burst_n]
+        if side.kind == "floor" or not rs:
+            continue
+        names = {name for r in rs for name in r.redis_commands}
+        per = {
+            name: statistics.median(r.redis_commands.get(name, 0) / r.burst_n for r in rs)
+            for name in names
+        }
+        top = sorted(per.items(), key=lambda item: -item[1])
+        listed = ", ".join(f"{name} {n:.2f}" for name, n in top if n >= 0.05)
+        print(
+            f"Redis commands per burst message ({side.name}): {sum(per.values()):.1f} "
+            f"({listed}; a script's own commands count apart from its EVALSHA)"
+        )
     print("Valkey/msg: Valkey's own CPU (INFO cpu), burst start → 1 s after the last answer")
 
 
