@@ -278,6 +278,7 @@ async def build_core(
             max_attempts=settings.max_attempts,
             lock_ttl_s=settings.lock_ttl_s,
             streaming=settings.streaming == "on",
+            max_streams=settings.max_streams,
             max_attachment_bytes=int(settings.max_attachment_mb * 1024 * 1024),
             context_messages=settings.context_messages,
             context_chars=settings.context_chars,

@@ -133,8 +133,10 @@ class Settings(BaseSettings):
         128, ge=4, le=100_000, validation_alias=_env("SWITCHBOARD_REDIS_MAX_CONNECTIONS")
     )
     streaming: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_STREAMING"))
-    feedback: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_FEEDBACK"))
     """`on`: replies appear as they are written; `off`: one final message."""
+    max_streams: int = Field(16, ge=1, le=10_000, validation_alias=_env("SWITCHBOARD_MAX_STREAMS"))
+    """Replies one worker streams at once; past it a reply is sent whole (typing meanwhile)."""
+    feedback: Literal["on", "off"] = Field("on", validation_alias=_env("SWITCHBOARD_FEEDBACK"))
     role: Literal["all", "ingress", "worker"] = Field(
         "all", validation_alias=_env("SWITCHBOARD_ROLE")
     )

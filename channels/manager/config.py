@@ -69,6 +69,7 @@ class ManagerConfig:
     sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for
     streaming: bool = False  # show replies as they are written, where the adapter can
     stream_after_s: float = 1.0  # a reply written faster than this is sent without streaming
+    max_streams: int = 16  # replies one worker streams at once; the rest are sent whole
     max_attachment_bytes: int = 10 * 1024 * 1024  # largest inbound file handed to the agent
     context_messages: int = 20  # earlier messages a turn may be shown (0: none)
     context_chars: int = 8000  # and their characters, newest kept first

@@ -90,7 +90,7 @@ class AgentRuns:
         self._config = config
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
         self._interrupted: set[str] = set()
-        self._streams = StreamPolicy(config.stream_after_s)
+        self._streams = StreamPolicy(config.stream_after_s, max_open=config.max_streams)
 
     def stop_local(self, thread_id: str, *, interrupt: bool = False) -> bool:
         """Cancel the thread's run in this process; True if one was running. `interrupt`: for a
@@ -122,6 +122,7 @@ class AgentRuns:
         if streaming and isinstance(adapter, Streams) and self._streams.wanted():
             shown = _Shown(adapter.open_stream(target), answered, self._config.stream_after_s)
             context = replace(context, on_text=shown.text, on_status=shown.status)
+            self._streams.opened()
         started = time.monotonic()
         turn = asyncio.create_task(runner(thread_id, batch.text, context), name=f"turn:{thread_id}")
         self._running[thread_id] = turn
@@ -167,6 +168,8 @@ class AgentRuns:
             await _take_back(shown)
             return RunOutcome(said=self._say.failure_text(exc))
         finally:
+            if shown is not None:
+                self._streams.closed()
             self._running.pop(thread_id, None)
             self._interrupted.discard(thread_id)
 

@@ -13,6 +13,12 @@ fast local model, or replies of a few words, are sent whole without the per-toke
 slow turn (the process's first, with its imports and connections; a garbage-collection pause
 under load) does not switch streaming on. The price: where fewer than one reply in four is slow,
 those replies show the typing hint instead of a stream.
+
+And a worker streams at most `max_open` replies at once. A stream shows about one draft or edit a
+second, and a platform limits the bot as a whole (Telegram: 30 messages a second), so past a few
+dozen streams the drafts cannot be shown anyway: they yield to the replies themselves. A burst's
+replies beyond the cap are asked for whole, with the typing hint, instead of paying the
+per-token cost for drafts nobody would see (`bench/bot_floor.py --slow-model 2 --streaming-off`).
 """
 
 from __future__ import annotations
@@ -23,16 +29,29 @@ __all__ = ["StreamPolicy"]
 
 
 class StreamPolicy:
-    def __init__(self, after_s: float, *, window: int = 32, warmup: int = 8) -> None:
+    def __init__(
+        self, after_s: float, *, window: int = 32, warmup: int = 8, max_open: int = 16
+    ) -> None:
         self._after_s = after_s
         self._warmup = warmup
+        self._max_open = max_open
+        self._open = 0  # streams opened and not yet closed
         self._recent: deque[float] = deque(maxlen=window)
         self._slow = 0  # how many of `_recent` took `after_s` or more
 
     def wanted(self) -> bool:
+        if self._open >= self._max_open:
+            return False
         if self._after_s <= 0:
             return True  # every reply is shown as it is written
         return len(self._recent) < self._warmup or self._slow * 4 >= len(self._recent)
+
+    def opened(self) -> None:
+        """A stream is running: it counts against `max_open` until `closed()`."""
+        self._open += 1
+
+    def closed(self) -> None:
+        self._open -= 1
 
     def record(self, seconds: float) -> None:
         """How long a finished run took to write its reply."""

@@ -113,6 +113,27 @@ async def test_after_fast_replies_a_worker_sends_a_slow_one_whole(
     assert fake.bot_texts(slow["id"]) == [" ".join(f"w{i}" for i in range(1, 16))]
 
 
+async def test_beyond_max_streams_a_reply_is_sent_whole_while_the_others_stream(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """Four slow replies at once with room for two streams: two are drafted, the other two are
+    asked for whole (typing meanwhile); each chat gets its whole reply once."""
+    settings = settings_for(fake, redis_url, prefix, tmp_path, mode="webhook", max_streams=2)
+    users = [FakeTelegram.user(300 + n, f"User{n}") for n in range(4)]
+    async with running_service(settings) as core:
+        for user in users:
+            await _ask(fake, core, fake.say(fake.dm(user), user, "drip 30", push=False))
+        for user in users:
+            await wait_until(lambda user=user: fake.bot_texts(user["id"]), timeout=30)
+        await core.manager.idle()
+    drafted = {c["chat_id"] for c in fake.calls_to("sendMessageDraft", ok_only=True)}
+    assert len(drafted) == 2, drafted
+    typed = {c["chat_id"] for c in fake.calls_to("sendChatAction", ok_only=True)}
+    assert {u["id"] for u in users} - drafted <= typed
+    words = " ".join(f"w{i}" for i in range(1, 31))
+    assert all(fake.bot_texts(u["id"]) == [words] for u in users)
+
+
 async def test_an_interrupted_reply_keeps_what_was_shown_marked_and_answers_the_new_message(
     fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
 ) -> None:

@@ -56,3 +56,13 @@ def test_a_zero_threshold_streams_every_reply() -> None:
     for _ in range(5):
         policy.record(0.001)
     assert policy.wanted()
+
+
+def test_no_more_streams_than_the_cap_run_at_once() -> None:
+    policy = StreamPolicy(0.0, max_open=2)
+    policy.opened()
+    assert policy.wanted()
+    policy.opened()
+    assert not policy.wanted()  # a third reply is asked for whole
+    policy.closed()
+    assert policy.wanted()
