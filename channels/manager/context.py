@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from channels.manager.delivery import Delivered
     from channels.manager.hold import ThreadHold
 
-__all__ = ["ChatOrder", "MessageContext", "Outcome", "TurnSession", "turn_context"]
+__all__ = ["ChatOrder", "MessageContext", "Next", "Outcome", "TurnSession", "turn_context"]
 
 
 class Outcome(StrEnum):
@@ -72,6 +73,10 @@ class MessageContext:
 
     def __post_init__(self) -> None:
         self.conversation = conversation_key(self.msg)
+
+
+# The rest of the gate chain, as a gate sees it.
+Next = Callable[[MessageContext], Awaitable[Outcome]]
 
 
 @dataclass(slots=True)

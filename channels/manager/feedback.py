@@ -17,7 +17,7 @@ from typing import Protocol
 import structlog
 
 from channels import metrics
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Next, Outcome
 from channels.manager.ports import ThreadStore
 from channels.message import InboundMessage, Vote
 from switchboard.feedback import AnswerRef, VoteRecord, VoteValue
@@ -52,9 +52,7 @@ class FeedbackGate:
         self._threads = threads
         self._on_vote = on_vote
 
-    async def __call__(
-        self, ctx: MessageContext, call_next: Callable[[MessageContext], Awaitable[Outcome]]
-    ) -> Outcome:
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         vote = ctx.msg.vote
         if vote is None:
             return await call_next(ctx)

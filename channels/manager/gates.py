@@ -19,7 +19,7 @@ from channels import metrics
 from channels.adapter import HOME_REQUEST, UNSUPPORTED_TEXT, AckKind
 from channels.commands import DEFAULT_PREFIX, CommandForm, parse_command
 from channels.manager.commands import PRE_ACCESS, CommandDesk
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Next, Outcome
 from channels.manager.ports import AdmissionStore, DedupeStore, RateStore
 from channels.manager.questions import QuestionDesk
 from channels.manager.replies import Responder
@@ -39,14 +39,12 @@ __all__ = [
     "Gate",
     "InputLimits",
     "LinkAndHelp",
-    "Next",
     "Routing",
     "build_chain",
 ]
 
 _log = structlog.get_logger(__name__)
 
-Next = Callable[[MessageContext], Awaitable[Outcome]]
 RATE_TEXT = "You're sending messages too fast; I'll skip some. Try again in a minute."
 
 

@@ -27,7 +27,7 @@ and admitted are ever read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,7 @@ import structlog
 
 from channels import metrics
 from channels.adapter import Adapter, HistoryRequest, ReadsHistory
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Next, Outcome
 from channels.manager.ports import ContextStore
 from channels.message import InboundMessage, Platform
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["ConversationHistory", "ObserveGate", "as_context", "choose"]
 
 _log = structlog.get_logger(__name__)
-
-Next = Callable[[MessageContext], Awaitable[Outcome]]
 
 _DENIED = frozenset(
     {

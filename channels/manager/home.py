@@ -7,14 +7,13 @@ and the link gate cost: one or two Redis round trips per opening.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import structlog
 
 from channels.adapter import HOME_REQUEST, HomeView, PublishesHome
 from channels.commands import COMMANDS, CommandName, Syntax, syntax_for
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Next, Outcome
 from channels.message import InboundMessage
 
 if TYPE_CHECKING:
@@ -45,9 +44,7 @@ class HomeGate:
         self._slack_command = slack_command
         self._prefix = prefix
 
-    async def __call__(
-        self, ctx: MessageContext, call_next: Callable[[MessageContext], Awaitable[Outcome]]
-    ) -> Outcome:
+    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
         native = ctx.msg.native
         if native is None or native.name != HOME_REQUEST:
             return await call_next(ctx)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from channels.bindings.sessions import session_key
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Next, Outcome
 
 if TYPE_CHECKING:
     from channels.bindings import BindingResolver
-    from channels.manager.gates import Next
 
 __all__ = ["SessionsGate"]
 
