@@ -331,27 +331,20 @@ def connect(
             pool_timeout_s=pool_timeout_s,
             retry=_retry(),
         )
+    sockets: dict[str, Any] = {
+        "max_connections": max_connections,
+        "socket_connect_timeout": 5,
+        "socket_timeout": 30,
+        "health_check_interval": 30,
+        "retry": _retry(),
+    }
     try:
         if cluster:
             return WaitingCluster.from_url(
-                url,
-                max_connections=max_connections,
-                pool_timeout_s=pool_timeout_s,
-                socket_connect_timeout=5,
-                socket_timeout=30,
-                health_check_interval=30,
-                retry=_retry(),
-                decode_responses=False,
+                url, pool_timeout_s=pool_timeout_s, decode_responses=False, **sockets
             )
         pool = WaitingPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=pool_timeout_s,
-            socket_connect_timeout=5,
-            socket_timeout=30,
-            health_check_interval=30,
-            retry=_retry(),
-            retry_on_error=[ConnectionError, TimeoutError],
+            url, timeout=pool_timeout_s, retry_on_error=[ConnectionError, TimeoutError], **sockets
         )
     except (ValueError, RedisClusterException):
         raise StorageError(
