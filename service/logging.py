@@ -95,6 +95,8 @@ def configure_logging(
     for noisy in (
         "httpx",
         "httpcore",
+        "httpx2",  # the openai SDK's HTTP client since it moved off httpx
+        "httpcore2",
         "openai",
         "aiohttp.access",
         "discord.gateway",
