@@ -8,11 +8,9 @@ settings or storage, 1 for a refused request (an unreadable `--since`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 from datetime import UTC, datetime
 
-from service.cli_errors import fail
-from switchboard.errors import ConfigError, StorageError
+from service.cli_errors import fail, run_command
 from switchboard.feedback import VoteRecord
 
 __all__ = ["add_feedback_commands", "format_vote"]
@@ -44,12 +42,11 @@ def _list(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
         return 1
-    try:
-        votes = asyncio.run(_recent(since, args.limit))
-    except (ConfigError, StorageError) as exc:
-        fail(str(exc))
-        return 2
-    for vote in votes:
+    return run_command(_print_recent(since, args.limit), refused=())
+
+
+async def _print_recent(since: float, limit: int) -> int:
+    for vote in await _recent(since, limit):
         print(format_vote(vote))
     return 0
 
