@@ -133,7 +133,7 @@ class AgentRuns:
             finally:
                 answered.set()
                 await typing
-            self._streams.record(time.monotonic() - started)
+            self._streams.record(time.monotonic() - started, running=len(self._running))
             session.stream = shown.stream if shown is not None else None
             return RunOutcome(result=result)
         except asyncio.CancelledError:

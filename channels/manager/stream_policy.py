@@ -19,6 +19,12 @@ second, and a platform limits the bot as a whole (Telegram: 30 messages a second
 dozen streams the drafts cannot be shown anyway: they yield to the replies themselves. A burst's
 replies beyond the cap are asked for whole, with the typing hint, instead of paying the
 per-token cost for drafts nobody would see (`bench/bot_floor.py --slow-model 2 --streaming-off`).
+
+A run's time is the model's writing plus whatever the worker made it wait. In a burst that
+saturates the worker, even a fast model's runs take a second or more, and counting them as slow
+replies switched streaming on just when it cost most (a 600-chat burst streamed about one reply
+in ten). So a slow time measured while the worker is crowded (more runs at once than it would
+stream) is not counted; a fast one always is, since waiting only ever makes a run slower.
 """
 
 from __future__ import annotations
@@ -53,8 +59,11 @@ class StreamPolicy:
     def closed(self) -> None:
         self._open -= 1
 
-    def record(self, seconds: float) -> None:
-        """How long a finished run took to write its reply."""
+    def record(self, seconds: float, *, running: int = 0) -> None:
+        """How long a finished run took to write its reply, with `running` runs going on in the
+        worker when it ended."""
+        if running > self._max_open and seconds >= self._after_s:
+            return  # perhaps the crowd's time rather than the model's
         if len(self._recent) == self._recent.maxlen and self._recent[0] >= self._after_s:
             self._slow -= 1
         self._recent.append(seconds)

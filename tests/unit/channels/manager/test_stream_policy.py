@@ -66,3 +66,20 @@ def test_no_more_streams_than_the_cap_run_at_once() -> None:
     assert not policy.wanted()  # a third reply is asked for whole
     policy.closed()
     assert policy.wanted()
+
+
+def test_a_slow_time_in_a_crowded_worker_does_not_switch_streaming_on() -> None:
+    """In a burst a fast model's runs wait for the worker and look slow; only an uncrowded slow
+    run says the model is slow, while a fast run counts however crowded the worker."""
+    policy = StreamPolicy(1.0, window=4, warmup=1, max_open=2)
+    for _ in range(4):
+        policy.record(0.1)
+    assert not policy.wanted()
+    for _ in range(4):
+        policy.record(2.0, running=3)  # crowded: more runs than streams
+    assert not policy.wanted()
+    policy.record(2.0, running=2)
+    assert policy.wanted()  # one in four, measured with room to spare
+    for _ in range(4):
+        policy.record(0.1, running=50)
+    assert not policy.wanted()  # fast even in a crowd: counted
