@@ -331,7 +331,7 @@ def connect(
             pool_timeout_s=pool_timeout_s,
             retry=_retry(),
         )
-    sockets: dict[str, Any] = {
+    shared: dict[str, Any] = {  # the cluster and single-node clients alike
         "max_connections": max_connections,
         "socket_connect_timeout": 5,
         "socket_timeout": 30,
@@ -341,10 +341,10 @@ def connect(
     try:
         if cluster:
             return WaitingCluster.from_url(
-                url, pool_timeout_s=pool_timeout_s, decode_responses=False, **sockets
+                url, pool_timeout_s=pool_timeout_s, decode_responses=False, **shared
             )
         pool = WaitingPool.from_url(
-            url, timeout=pool_timeout_s, retry_on_error=[ConnectionError, TimeoutError], **sockets
+            url, timeout=pool_timeout_s, retry_on_error=[ConnectionError, TimeoutError], **shared
         )
     except (ValueError, RedisClusterException):
         raise StorageError(
