@@ -8,7 +8,7 @@ __all__ = ["INBOX_LAG", "INBOX_PENDING", "INBOX_RECLAIMED", "POOL_WAIT"]
 
 POOL_WAIT = Histogram(
     "switchboard_redis_pool_wait_seconds",
-    "Time a caller waited for a free Redis connection",
+    "Time a caller waited for a free Redis connection (one that found one free is not counted)",
     buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30),
 )
 INBOX_RECLAIMED = Counter(

@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from storage import EmbeddedValkey, connect, open_redis
@@ -137,6 +138,44 @@ async def test_a_full_pool_makes_callers_wait_instead_of_failing(
         assert results == [None] * 20
         if redis_cluster:
             assert all(len(n._connections) <= 2 for n in client.get_nodes())
+    finally:
+        await client.aclose()
+
+
+def _waits_counted() -> float:
+    return REGISTRY.get_sample_value("switchboard_redis_pool_wait_seconds_count") or 0.0
+
+
+async def test_only_a_caller_that_found_the_pool_full_is_counted_as_waiting(
+    redis_url: str, redis_cluster: bool
+) -> None:
+    client = connect(redis_url, max_connections=1, cluster=redis_cluster)
+    try:
+        await client.ping()  # the one connection is open
+        before = _waits_counted()
+        for _ in range(5):
+            await client.ping()  # one at a time: a free connection every time
+        assert _waits_counted() == before
+        held = asyncio.create_task(client.blpop(["sb:test:nothing:held"], 0.2))
+        await asyncio.sleep(0.05)
+        assert await client.ping()  # waits for the blocked call to give its connection back
+        await held
+        assert _waits_counted() == before + 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_caller_that_waits_past_the_pool_timeout_gets_a_connection_error(
+    redis_url: str, redis_cluster: bool
+) -> None:
+    client = connect(redis_url, max_connections=1, pool_timeout_s=0.1, cluster=redis_cluster)
+    try:
+        held = asyncio.create_task(client.blpop(["sb:test:nothing:long"], 1))
+        await asyncio.sleep(0.05)
+        with pytest.raises(RedisConnectionError, match="No connection available"):
+            await client.ping()
+        await held
+        assert await client.ping()  # and the pool is whole again afterwards
     finally:
         await client.aclose()
 
