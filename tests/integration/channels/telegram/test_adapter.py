@@ -190,6 +190,17 @@ async def test_flood_wait_is_honoured_without_a_duplicate(
     assert statuses == [429, 200]
 
 
+async def test_flood_waits_in_a_row_are_each_honoured_up_to_the_last_attempt(
+    fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
+) -> None:
+    manager, _ = stack
+    fake.flood_next("sendMessage", retry_after=1, times=3)
+    fake.say(fake.dm(ANN), ANN, "hello")
+    assert await replies(fake, manager, ANN["id"], 1) == [GREETING]
+    statuses = [c.status for c in fake.calls if c.method == "sendMessage"]
+    assert statuses == [429, 429, 429, 200]  # the fourth attempt is the last one
+
+
 async def test_button_clarification_refuses_a_stranger_and_resumes_for_the_asker(
     fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
 ) -> None:
