@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import structlog
 from langchain.agents.middleware import AgentMiddleware, ModelCallResult, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.config import get_config
 
 from agent.result import SteerSource
@@ -35,7 +35,7 @@ __all__ = [
     "graph_steers",
     "steer_source",
     "take_steered",
-    "with_steered",
+    "with_ahead",
 ]
 
 _log = structlog.get_logger(__name__)
@@ -69,22 +69,24 @@ async def take_steered() -> list[HumanMessage]:
     return [HumanMessage(content=text) for text in texts if text]
 
 
-def with_steered(response: ModelCallResult[_R], steered: list[HumanMessage]) -> ModelCallResult[_R]:
-    """The model call's result with the steered messages ahead of the model's answer, so the
-    state keeps them in the order the model saw them."""
-    if not steered:
+def with_ahead(
+    response: ModelCallResult[_R], messages: Sequence[BaseMessage]
+) -> ModelCallResult[_R]:
+    """The model call's result with `messages` ahead of the model's answer, so the state keeps
+    them in the order the model saw them (steered messages, rewrites of the thread)."""
+    if not messages:
         return response
     if isinstance(response, AIMessage):
-        return ModelResponse(result=[*steered, response])
+        return ModelResponse(result=[*messages, response])
     if isinstance(response, ExtendedModelResponse):
-        inner = _ahead(response.model_response, steered)
+        inner = _ahead(response.model_response, messages)
         return ExtendedModelResponse(model_response=inner, command=response.command)
-    return _ahead(response, steered)
+    return _ahead(response, messages)
 
 
-def _ahead(response: ModelResponse[_R], steered: list[HumanMessage]) -> ModelResponse[_R]:
+def _ahead(response: ModelResponse[_R], messages: Sequence[BaseMessage]) -> ModelResponse[_R]:
     return ModelResponse(
-        result=[*steered, *response.result], structured_response=response.structured_response
+        result=[*messages, *response.result], structured_response=response.structured_response
     )
 
 

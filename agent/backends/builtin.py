@@ -1,10 +1,10 @@
 """The built-in agent (`SWITCHBOARD_AGENT=builtin`): `create_agent` with our tools and middleware.
 
-The graph is compiled once with the model, the built-in tools plus any MCP tools, the history
-window (`agent.history_window`, a summarising `before_model` step over the thread as stored;
-messages steered into a run join the request after it and count from the next model call), one
-model-call middleware (steering, thread repair around loop detection) and the Redis
-checkpointer; turns run through
+The graph is compiled once with the model, the built-in tools plus any MCP tools, one
+model-call middleware (`agent.middleware`: the lean rewrite of old attachments and the history
+window over the thread as stored, then steering, then thread repair around loop detection;
+messages steered into a run join the request after the window and count from the next model
+call) and the Redis checkpointer; turns run through
 `LocalGraphRunner`. Reloading MCP tools (the admin API changed the config) compiles a new graph
 and swaps it in; runs already going finish on the old one.
 """
@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agent.attachments import MAX_IMAGE_PIXELS, LeanAttachmentsMiddleware
+from agent.attachments import MAX_IMAGE_PIXELS
 from agent.backends.local import LocalGraphRunner
 from agent.history_window import history_window
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
@@ -125,11 +125,7 @@ def build_builtin_graph(
         model,
         tools=tools,
         system_prompt=system_prompt,
-        middleware=[
-            LeanAttachmentsMiddleware(),
-            *([window] if window is not None else []),
-            TurnMiddleware(ThreadRepairMiddleware(), loops),
-        ],
+        middleware=[TurnMiddleware(ThreadRepairMiddleware(), loops, window=window)],
         checkpointer=checkpointer,
     )
     if tracing is not None and tracing.callbacks:

@@ -92,6 +92,15 @@ async def test_a_long_conversation_is_summarised_and_the_model_sees_about_one_wi
     assert recall.reply_text == f"You first said: {' '.join(_text(1).split()[:12])}"
 
 
+async def test_the_window_adds_no_graph_step_beside_the_model_and_its_tools(
+    make_runtime: Callable[..., AgentRuntime], redis: aioredis.Redis, prefix: str
+) -> None:
+    """A hook of its own would cost a LangGraph step per model call; the window runs inside
+    the model call's middleware instead."""
+    runtime = _windowed(make_runtime, redis, prefix)
+    assert set(runtime.graph.get_graph().nodes) == {"__start__", "model", "tools", "__end__"}
+
+
 async def test_tool_calls_are_never_separated_from_their_results(
     make_runtime: Callable[..., AgentRuntime],
     redis: aioredis.Redis,
