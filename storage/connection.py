@@ -42,6 +42,7 @@ from redis.exceptions import (
     TimeoutError,
 )
 
+from storage.autopipeline import AutoPipelineRedis
 from storage.decoding import as_text
 from storage.metrics import POOL_WAIT
 from storage.sentinel import connect_sentinel, is_sentinel_url, parse_sentinel_url
@@ -389,7 +390,7 @@ def connect(
             "(percent-encode special characters in the password)"
             + ("; a cluster needs redis:// or rediss:// with database 0" if cluster else "")
         ) from None
-    return redis.Redis(connection_pool=pool, decode_responses=False)
+    return AutoPipelineRedis(connection_pool=pool, decode_responses=False)
 
 
 def describe(url: str) -> str:

@@ -22,6 +22,7 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.exceptions import ConnectionError, TimeoutError
 
+from storage.autopipeline import AutoPipelineRedis
 from switchboard.errors import StorageError
 
 __all__ = ["SCHEME", "SentinelUrl", "connect_sentinel", "is_sentinel_url", "parse_sentinel_url"]
@@ -113,7 +114,7 @@ def connect_sentinel(
     return client
 
 
-class _SentinelClient(redis.Redis):
+class _SentinelClient(AutoPipelineRedis):
     """The primary's client; closing it closes the connections to the Sentinels too."""
 
     # not `sentinel`: that name is redis-py's SENTINEL command method on every client
