@@ -10,9 +10,10 @@ awaits its own reply (and gets its own error), so nothing is written in the back
 caller continues only once its command has run. A call that finds no other in the queue is
 sent alone, as before, so an idle service waits for no one.
 
-Scripts only: they never block (a blocking read, `XREADGROUP … BLOCK`, would hold up every call
-behind it) and each of ours is idempotent per call, so a pipeline resent after a connection error
-changes nothing. A pipeline's commands run in queue order, but calls queued together were made
+Scripts, `SET` and `GET` only: they never block (a blocking read, `XREADGROUP … BLOCK`, would
+hold up every call behind it) and each of ours is idempotent per call, so a pipeline resent after
+a connection error changes nothing. `queue` takes several independent calls at once
+(`storage.scripts.run_scripts`), so they share the round trip with everyone else's. A pipeline's commands run in queue order, but calls queued together were made
 concurrently, so no caller relied on an order among them. A `NOSCRIPT` reply reaches its caller
 as redis-py's `NoScriptError`, on which its `Script` loads the script and calls again.
 
@@ -23,13 +24,14 @@ a pipeline, so a cluster keeps one request per call (`connection.WaitingCluster`
 from __future__ import annotations
 
 import asyncio
+from asyncio import Future
 from typing import Any
 
 import redis.asyncio as redis
 
 __all__ = ["AutoPipelineRedis"]
 
-_QUEUED = frozenset({"EVALSHA", "EVAL", "evalsha", "eval"})
+_QUEUED = frozenset({"EVALSHA", "EVAL", "SET", "GET"})  # as redis-py names them
 
 
 class AutoPipelineRedis(redis.Redis):
@@ -43,12 +45,18 @@ class AutoPipelineRedis(redis.Redis):
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         if args[0] not in _QUEUED or self.single_connection_client:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated; untyped_calls_exclude misses super() (mypy#16653)
+        return await self.queue(args, options)
+
+    def queue(self, args: tuple[Any, ...], options: dict[str, Any] | None = None) -> Future[Any]:
+        """Queue one command for the next round trip: its reply (or error) when it has run.
+        For several independent calls made at once (`storage.scripts.run_scripts`); only
+        commands that never block belong here."""
         loop = asyncio.get_running_loop()
         reply: asyncio.Future[Any] = loop.create_future()
-        self._queued.append((args, options, reply))
+        self._queued.append((args, options or {}, reply))
         if len(self._queued) == 1:
             loop.call_soon(self._send_queued)
-        return await reply
+        return reply
 
     def _send_queued(self) -> None:
         queued, self._queued = self._queued, []

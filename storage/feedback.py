@@ -109,11 +109,16 @@ class FeedbackStore:
     async def remember_answer(
         self, platform: str, chat_id: str, message_ids: Sequence[str], answer: AnswerRef
     ) -> None:
-        """Which run (and asker) these bot messages answered; one pipelined round trip."""
+        """Which run (and asker) these bot messages answered; one round trip, shared with
+        whatever else this loop turn sends (`storage.autopipeline`) when it is one message."""
         if not message_ids:
             return
         value = answer.encode()
         with redis_errors("answer mapping"):
+            if len(message_ids) == 1:  # the usual answer: shares the batch finish's round trip
+                key = self._keys.answer(platform, chat_id, message_ids[0])
+                await self._r.set(key, value, ex=self._answer_ttl)
+                return
             async with self._r.pipeline(transaction=False) as pipe:
                 for mid in message_ids:
                     pipe.set(self._keys.answer(platform, chat_id, mid), value, ex=self._answer_ttl)

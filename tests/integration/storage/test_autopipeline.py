@@ -11,6 +11,7 @@ from redis.exceptions import ResponseError
 
 from storage import connect
 from storage.autopipeline import AutoPipelineRedis
+from storage.scripts import ScriptCall, run_scripts
 
 __all__: list[str] = []
 
@@ -108,3 +109,28 @@ async def test_a_caller_cancelled_before_the_round_trip_sends_nothing(
     with pytest.raises(asyncio.CancelledError):
         await cancelled
     assert await client.exists(f"{prefix}gone") == 0
+
+
+async def test_a_batch_of_independent_scripts_shares_the_round_trip_of_other_callers(
+    client: AutoPipelineRedis, prefix: str
+) -> None:
+    echo = client.register_script(_ECHO)
+    await echo(keys=[f"{prefix}warm"], args=["x"])
+    checkouts = _count_checkouts(client)
+    batch = [ScriptCall(echo, [f"{prefix}b{i}"], [f"b{i}"]) for i in range(3)]
+    together, alone, value = await asyncio.gather(
+        run_scripts(client, batch),
+        echo(keys=[f"{prefix}alone"], args=["a"]),
+        client.set(f"{prefix}plain", "p"),
+    )
+    assert together == [b"b0", b"b1", b"b2"] and alone == b"a" and value is True
+    assert checkouts[0] == 1
+
+
+async def test_a_batch_whose_scripts_were_flushed_loads_them_and_answers(
+    client: AutoPipelineRedis, prefix: str
+) -> None:
+    echo = client.register_script(_ECHO)
+    await client.script_flush()
+    batch = [ScriptCall(echo, [f"{prefix}b{i}"], [f"b{i}"]) for i in range(3)]
+    assert await run_scripts(client, batch) == [b"b0", b"b1", b"b2"]
