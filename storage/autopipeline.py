@@ -7,8 +7,8 @@ waiting task, about 40 us of CPU here. So `AutoPipelineRedis` (ioredis calls the
 auto-pipelining) queues every `EVALSHA`/`EVAL` made while the loop runs other callbacks and
 sends the queue as one non-transactional pipeline on the loop's next turn; each caller still
 awaits its own reply (and gets its own error), so nothing is written in the background and a
-caller continues only once its command has run. A call that finds no other in the queue is
-sent alone, as before, so an idle service waits for no one.
+caller continues only once its command has run. The first call of a turn sends it itself after
+one turn of the loop, alone if no other call joined: an idle service waits for no one.
 
 Scripts, `SET` and `GET` only: they never block (a blocking read, `XREADGROUP … BLOCK`, would
 hold up every call behind it) and each of ours is idempotent per call, so a pipeline resent after
@@ -31,6 +31,8 @@ import redis.asyncio as redis
 
 __all__ = ["AutoPipelineRedis"]
 
+_Call = tuple[tuple[Any, ...], dict[str, Any], Future[Any]]  # command, options, its reply
+
 _QUEUED = frozenset({"EVALSHA", "EVAL", "SET", "GET"})  # as redis-py names them
 
 
@@ -39,13 +41,31 @@ class AutoPipelineRedis(redis.Redis):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._queued: list[tuple[tuple[Any, ...], dict[str, Any], asyncio.Future[Any]]] = []
+        self._queued: list[_Call] = []
+        self._leading = False  # a caller is gathering this loop turn's calls (see below)
         self._sending: set[asyncio.Task[None]] = set()
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         if args[0] not in _QUEUED or self.single_connection_client:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated; untyped_calls_exclude misses super() (mypy#16653)
-        return await self.queue(args, options)
+        if self._queued or self._leading:
+            return await self.queue(args, options)
+        # The first call of a loop turn leads: it lets the loop run the callbacks that are ready
+        # (their calls join), then sends alone or with them. No task, no extra loop turn.
+        self._leading = True
+        try:
+            await asyncio.sleep(0)
+        except BaseException:
+            self._leading = False
+            self._send_queued()  # whoever joined is still sent
+            raise
+        self._leading = False
+        joined, self._queued = self._queued, []
+        if not joined:
+            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # as above
+        own: Future[Any] = asyncio.get_running_loop().create_future()
+        self._start([(args, options, own), *joined])
+        return await own
 
     def queue(self, args: tuple[Any, ...], options: dict[str, Any] | None = None) -> Future[Any]:
         """Queue one command for the next round trip: its reply (or error) when it has run.
@@ -54,12 +74,17 @@ class AutoPipelineRedis(redis.Redis):
         loop = asyncio.get_running_loop()
         reply: asyncio.Future[Any] = loop.create_future()
         self._queued.append((args, options or {}, reply))
-        if len(self._queued) == 1:
+        if len(self._queued) == 1 and not self._leading:
             loop.call_soon(self._send_queued)
         return reply
 
     def _send_queued(self) -> None:
+        if self._leading:  # a leader took over the queue: it sends it
+            return
         queued, self._queued = self._queued, []
+        self._start(queued)
+
+    def _start(self, queued: list[_Call]) -> None:
         live = [q for q in queued if not q[2].done()]  # a cancelled caller's call is not sent
         if not live:
             return
@@ -67,9 +92,7 @@ class AutoPipelineRedis(redis.Redis):
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _send(
-        self, queued: list[tuple[tuple[Any, ...], dict[str, Any], asyncio.Future[Any]]]
-    ) -> None:
+    async def _send(self, queued: list[_Call]) -> None:
         try:
             if len(queued) == 1:
                 args, options, _ = queued[0]
