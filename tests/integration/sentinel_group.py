@@ -109,7 +109,9 @@ class SentinelGroup:
         """Start the killed primary again: Sentinel turns it into the new primary's replica."""
         self._server(self.primary_port)
         self.primary_port, self.replica_port = self.replica_port, self.primary_port
-        await wait_until(self._replica_in_sync, timeout=60, interval=0.2)
+        # Sentinel reconfigures it, then it takes a full sync from a primary in mid-burst: on a
+        # 2-core CI host running four fault tests at once that once took longer than 60 s.
+        await wait_until(self._replica_in_sync, timeout=150, interval=0.2)
 
     async def wait_failover(self, timeout: float = 60.0) -> None:
         async def promoted() -> bool:
