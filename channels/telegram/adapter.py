@@ -63,7 +63,6 @@ from channels.adapter import (
     QuestionPrompt,
     ReplyStream,
     SentRef,
-    deliver_until_taken,
 )
 from channels.bindings import PolicyFor, Subject
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
@@ -80,6 +79,7 @@ from channels.telegram.inbound import (
 )
 from channels.telegram.menus import sync_menus
 from channels.telegram.pacing import Pacer
+from channels.telegram.polled import PolledBatch
 from channels.telegram.reactions import reaction_vote
 from channels.telegram.stop import stop_to_inbound
 from channels.telegram.stream import DraftStream, edit_stream
@@ -140,6 +140,9 @@ class TelegramAdapter:
             self._bot = Bot(token, session=session)
         except TokenValidationError:
             raise ConfigError("TELEGRAM_BOT_TOKEN is not a valid bot token") from None
+        self._batch = PolledBatch(deliver, stopping=lambda: self._stopped)
+        if mode == "polling":
+            session.middleware(self._batch)
         self._api = BotCalls(bot=self._bot, token=token, pacer=pacer)
         self._files = TelegramFiles(bot=self._bot, api=self._api)
         self._deliver = deliver
@@ -230,6 +233,10 @@ class TelegramAdapter:
         except (RuntimeError, TimeoutError):
             polling.cancel()  # polling had not started yet, or would not stop
         await asyncio.wait({polling}, timeout=_STOP_TIMEOUT_S)
+        try:  # not confirmed either way; taken now, they need not wait for the next poller
+            await self._batch.deliver_collected()
+        except Exception as exc:
+            _log.warning("telegram.batch_not_taken", error=type(exc).__name__)
         _log.info("telegram.polling_stopped")
 
     async def stop(self) -> None:
@@ -246,8 +253,8 @@ class TelegramAdapter:
         _log.info("telegram.stopped")
 
     async def _poll(self) -> None:
-        # Sequential handling: aiogram confirms an update (the next getUpdates offset) only
-        # after its handler returned, i.e. after the message is durable in the inbox.
+        # Sequential handling: the handlers collect a batch's messages; the next getUpdates,
+        # whose offset confirms them, goes out only once they are in the inbox (`PolledBatch`).
         await self._dispatcher.start_polling(
             self._bot,
             handle_signals=False,
@@ -345,8 +352,8 @@ class TelegramAdapter:
             _log.debug("message.received", button=inbound.button is not None)
             if self._mode == "webhook":
                 await self._deliver(inbound)  # a failure answers the webhook with 503
-            else:
-                await deliver_until_taken(self._deliver, inbound, stopping=lambda: self._stopped)
+            else:  # appended with its batch, before the next getUpdates confirms it
+                self._batch.add(inbound)
 
     # -- outbound -------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ Redis, the demo model. Each test reads what a Telegram user would see in the fak
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from agent.demo import GREETING, DemoChatModel
 from channels.adapter import UNSUPPORTED_TEXT, AckKind
 from channels.manager import Manager
+from channels.message import InboundMessage
 from channels.telegram.adapter import (
     QUEUED_TEXT,
     STALE_BUTTON_TEXT,
@@ -199,6 +201,40 @@ async def test_flood_waits_in_a_row_are_each_honoured_up_to_the_last_attempt(
     assert await replies(fake, manager, ANN["id"], 1) == [GREETING]
     statuses = [c.status for c in fake.calls if c.method == "sendMessage"]
     assert statuses == [429, 429, 429, 200]  # the fourth attempt is the last one
+
+
+async def test_a_polled_batch_is_appended_together_before_the_offset_that_confirms_it(
+    fake: FakeTelegram,
+    make_manager,  # type: ignore[no-untyped-def]
+) -> None:
+    manager = await make_manager()
+    taken: dict[str, float] = {}  # message text -> when its append returned
+    started: list[float] = []  # when each append began
+
+    async def deliver(msg: InboundMessage) -> None:
+        started.append(time.monotonic())
+        await manager.deliver(msg)
+        taken[msg.text] = time.monotonic()
+
+    adapter = TelegramAdapter(token=TOKEN, deliver=deliver, api_base=fake.base_url)
+    manager.register(adapter)
+    await adapter.start()
+    try:
+        people = [FakeTelegram.user(100 + i, f"U{i}") for i in range(20)]
+        batch = [fake.say(fake.dm(u), u, f"hello {i}", push=False) for i, u in enumerate(people)]
+        fake.push_many(batch)
+        await wait_until(lambda: len(taken) == 20)
+        await wait_until(lambda: all(len(fake.bot_texts(u["id"])) == 1 for u in people))
+    finally:
+        await adapter.stop()
+    assert max(started) < min(taken.values())  # all handed to Redis before any returned
+    ids = [u["update_id"] for u in batch]
+    confirming = [
+        c for c in fake.calls if c.method == "getUpdates" and c.params.get("offset", 0) > min(ids)
+    ]
+    assert confirming  # the batch was confirmed ...
+    first = min(c.at for c in confirming)
+    assert all(taken[f"hello {i}"] <= first for i in range(20))  # ... only once all were in
 
 
 async def test_button_clarification_refuses_a_stranger_and_resumes_for_the_asker(
