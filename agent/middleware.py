@@ -113,4 +113,4 @@ def _windowed(
     if not update:
         return messages, rewrite
     fresh: list[BaseMessage] = list(update["messages"])  # RemoveMessage(all), summary, the rest
-    return [m for m in fresh[1:]], fresh  # type: ignore[misc]  # the rest are the thread's messages
+    return fresh[1:], fresh  # type: ignore[return-value]  # the rest are the thread's messages

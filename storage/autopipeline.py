@@ -1,21 +1,22 @@
-"""Script calls made in the same turn of the event loop go to Redis in one pipeline.
+"""Redis calls made in the same turn of the event loop go to Redis in one pipeline.
 
 Under a burst, hundreds of turns each make their own Lua script calls (admission, queue,
 checkpoint, ledger, send budget, lock beats), one round trip each. A round trip costs the client
 far more than the command: a pool checkout, a write and a read system call, and a wake-up of the
 waiting task, about 40 us of CPU here. So `AutoPipelineRedis` (ioredis calls the same technique
-auto-pipelining) queues every `EVALSHA`/`EVAL` made while the loop runs other callbacks and
-sends the queue as one non-transactional pipeline on the loop's next turn; each caller still
-awaits its own reply (and gets its own error), so nothing is written in the background and a
-caller continues only once its command has run. The first call of a turn sends it itself after
-one turn of the loop, alone if no other call joined: an idle service waits for no one.
+auto-pipelining) queues every `EVALSHA`, `EVAL`, `SET` and `GET` made while the loop runs other
+callbacks and sends the queue as one non-transactional pipeline; each caller still awaits its
+own reply (and gets its own error), so nothing is written in the background and a caller
+continues only once its command has run. The first call of a turn sends it itself after one
+turn of the loop, alone if no other call joined: an idle service waits for no one.
 
-Scripts, `SET` and `GET` only: they never block (a blocking read, `XREADGROUP … BLOCK`, would
-hold up every call behind it) and each of ours is idempotent per call, so a pipeline resent after
-a connection error changes nothing. `queue` takes several independent calls at once
-(`storage.scripts.run_scripts`), so they share the round trip with everyone else's. A pipeline's commands run in queue order, but calls queued together were made
-concurrently, so no caller relied on an order among them. A `NOSCRIPT` reply reaches its caller
-as redis-py's `NoScriptError`, on which its `Script` loads the script and calls again.
+Only those four commands: they never block (a blocking read, `XREADGROUP … BLOCK`, would hold
+up every call behind it) and each of our calls is idempotent, so a pipeline resent after a
+connection error changes nothing. `queue` takes several independent calls at once
+(`storage.scripts.run_scripts`), so they share the round trip with everyone else's. A
+pipeline's commands run in queue order, but calls queued together were made concurrently, so
+no caller relied on an order among them. A `NOSCRIPT` reply reaches its caller as redis-py's
+`NoScriptError`, on which its `Script` loads the script and calls again.
 
 The single-node and Sentinel clients auto-pipeline; redis-py's cluster client refuses scripts in
 a pipeline, so a cluster keeps one request per call (`connection.WaitingCluster`).
@@ -37,7 +38,7 @@ _QUEUED = frozenset({"EVALSHA", "EVAL", "SET", "GET"})  # as redis-py names them
 
 
 class AutoPipelineRedis(redis.Redis):
-    """A single-node client whose script calls share round trips (see the module docstring)."""
+    """A single-node client whose concurrent calls share round trips (see the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

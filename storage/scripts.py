@@ -53,7 +53,7 @@ async def run_scripts(client: redis.Redis, calls: Sequence[ScriptCall]) -> list[
             replies = await pipe.execute(raise_on_error=False)
     for reply in replies:
         if isinstance(reply, BaseException) and not isinstance(reply, RedisError):
-            raise reply  # the connection failed under the whole pipeline
+            raise reply  # cancelled, or not an error of Redis: raised as it is
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
         async with client.pipeline(transaction=False) as pipe:
