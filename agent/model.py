@@ -14,6 +14,7 @@ import structlog
 from langchain_core.language_models import BaseChatModel
 
 from agent.demo import DemoChatModel
+from agent.openai_requests import send_plain_json
 from switchboard.errors import ConfigError
 
 __all__ = ["DEMO_SPEC", "MODEL_TIMEOUT_S", "build_model", "split_spec"]
@@ -36,6 +37,8 @@ _PACKAGES = {
     "together": "langchain-together",
 }
 _NO_KEY = "not-needed"  # sent to keyless OpenAI-compatible servers, which ignore it
+# langchain-openai's models, whose chat requests need no SDK walk (`agent/openai_requests.py`)
+_OPENAI_CLIENTS = frozenset({"openai", "azure_openai"})
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -98,6 +101,8 @@ def build_model(
         raise ConfigError(_failed(spec, exc)) from None
     except Exception as exc:  # provider constructors validate their own settings
         raise ConfigError(_failed(spec, exc)) from None
+    if provider in _OPENAI_CLIENTS:
+        send_plain_json(chat_model)
     _log.info("model.built", provider=provider, model=model, base_url=bool(openai_base_url))
     return chat_model
 
