@@ -8,7 +8,9 @@ answered by a tool message and every tool message answers a call (400 otherwise,
 wording). Every request is recorded (body and headers). With `cost` set, every usage block also
 carries `"cost": <USD>` the way OpenRouter reports what a call cost. With `delay` set, every
 completion waits that many seconds before answering (without using CPU), as a real model takes
-wall time (benchmarks use it).
+wall time (benchmarks use it). With `stream_error` set, a streamed answer breaks off after its
+first piece of text with an error event (`data: {"error": {...}}`), as the API reports a failure
+that happens once the response has started.
 
 Its script, on the last message:
 - a tool result -> "The tool said: <content>."
@@ -61,6 +63,7 @@ class FakeOpenAI:
     transcribe_status: int = 200  # what `/v1/audio/transcriptions` answers (500: it fails)
     write_s: float = 0.0  # seconds a reply takes to write: spread over its streamed chunks,
     # waited whole before a non-streamed answer (a model writes at its own pace either way)
+    stream_error: str | None = None  # a streamed text answer breaks off with this error message
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
 
@@ -151,6 +154,11 @@ class FakeOpenAI:
             pieces = range(0, len(text), 8)
             for start in pieces:
                 await send({"content": text[start : start + 8]})
+                if self.stream_error is not None:
+                    error = {"message": self.stream_error, "type": "server_error", "code": None}
+                    await response.write(f"data: {json.dumps({'error': error})}\n\n".encode())
+                    await response.write_eof()
+                    return response
                 if self.write_s > 0:
                     await asyncio.sleep(self.write_s / len(pieces))
         await send({}, "tool_calls" if calls else "stop")

@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import openai
 import openai.resources.chat.completions.completions as sdk_completions
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_openai import ChatOpenAI
 from openai import omit
 
@@ -121,6 +129,76 @@ async def test_the_sdk_walk_never_sees_the_thread_or_the_tools(
     ours, sdk = walked
     assert ours["messages"] == [] and ours["tools"] is omit
     assert len(sdk["messages"]) == 6 and len(sdk["tools"]) == 3
+
+
+async def _streamed(model: ChatOpenAI, text: str) -> AIMessageChunk:
+    bound = model.bind_tools(list(builtin_tools()))
+    whole: AIMessageChunk | None = None
+    async for chunk in bound.astream([HumanMessage(text)]):
+        assert isinstance(chunk, AIMessageChunk)
+        whole = chunk if whole is None else whole + chunk
+    assert whole is not None
+    return whole
+
+
+def _without_ids(message: AIMessageChunk) -> dict[str, Any]:
+    """The message as the application sees it, minus the ids the fake numbers per request."""
+    dumped = message.model_dump(exclude={"id"})
+    for key in ("tool_calls", "tool_call_chunks"):
+        dumped[key] = [{**call, "id": None} for call in dumped[key]]
+    return dumped
+
+
+@pytest.mark.parametrize("text", ["hello there, how are you today?", "what time is it?"])
+async def test_a_streamed_answer_reads_as_the_sdk_reads_it(
+    fake_openai: FakeOpenAI, text: str
+) -> None:
+    ours = await _streamed(_built(fake_openai), text)
+    sdk = await _streamed(_sdk_walked(fake_openai), text)
+
+    assert _without_ids(ours) == _without_ids(sdk)
+    assert ours.usage_metadata is not None and ours.usage_metadata["total_tokens"] > 0
+    assert ours.content or ours.tool_calls
+
+
+async def test_streamed_chunks_arrive_as_the_dicts_the_server_wrote(
+    fake_openai: FakeOpenAI,
+) -> None:
+    completions = _built(fake_openai).async_client
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    async with await completions.create(**body, stream=True) as stream:
+        chunks = [chunk async for chunk in stream]
+
+    assert all(type(chunk) is dict for chunk in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == "You said: hi"
+
+
+async def test_an_error_in_the_stream_fails_the_call_as_the_sdk_fails_it(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.stream_error = "The server had an error while processing your request."
+    failures = []
+    for model in (_built(fake_openai), _sdk_walked(fake_openai)):
+        with pytest.raises(openai.APIError) as caught:
+            await _streamed(model, "hello")
+        failures.append((type(caught.value), caught.value.message))
+
+    ours, sdk = failures
+    assert ours == sdk == (openai.APIError, fake_openai.stream_error)
+
+
+async def test_a_refused_streamed_request_fails_as_the_sdk_fails_it(
+    fake_openai: FakeOpenAI,
+) -> None:
+    refused = []
+    for model in (_built(fake_openai), _sdk_walked(fake_openai)):
+        wrong_key = model.model_copy(update={"openai_api_key": None})
+        wrong_key.root_async_client.api_key = "sk-wrong"
+        with pytest.raises(openai.AuthenticationError) as caught:
+            await _streamed(model, "hello")
+        refused.append(caught.value.status_code)
+    assert refused == [401, 401]
 
 
 def test_anything_but_plain_json_goes_the_sdk_way() -> None:
