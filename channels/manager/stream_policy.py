@@ -2,9 +2,10 @@
 
 A streamed reply is seen only when it takes longer than `after_s`: nothing is shown before,
 and a reply written faster is sent whole. Yet asking the model to stream always costs: the model
-client then parses every token as an event of its own (langchain-openai and the openai SDK spend
-about 0.15 ms of CPU per chunk, against one parse for a whole reply), which on a fast model is
-pure overhead, nearly half a turn's CPU (`bench/bot_floor.py --slow-model` shows both cases).
+client then handles every token as an event of its own (langchain-openai, the callbacks and
+LangGraph's message stream: about 0.1 ms of CPU per chunk even with the chunks read as plain
+dicts, `agent/openai_requests.py`, against one parse for a whole reply), which on a fast model is
+pure overhead (`bench/bot_floor.py --slow-model` and `bench/model_request.py` show both cases).
 
 So a worker streams while replies are slow enough to be seen streaming: it streams until it has
 seen `warmup` replies, and then as long as at least a quarter of its last `window` replies took
