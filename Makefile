@@ -54,8 +54,9 @@ test-all: test test-slow
 bench: install
 	$(BIN)/python bench/checkpoint.py
 	$(BIN)/python bench/turn.py
+	$(BIN)/python bench/model_request.py
 
-# Bare aiogram + create_agent bot vs Switchboard's Telegram path, same fakes, one run.
+# Bare aiogram + create_agent bot vs Switchboard's Telegram path, same fakes, five interleaved runs.
 bench-floor: install
 	$(BIN)/python bench/bot_floor.py
 
