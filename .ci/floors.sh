@@ -2,14 +2,15 @@
 # The dependency floors proven: install the lowest versions pyproject.toml allows for the
 # libraries whose APIs or internals Switchboard relies on (uv's lowest-direct resolution of
 # just those), on top of the locked environment, and run the tests that meet those libraries:
-# unit, agent (langgraph, langchain), storage (redis-py) and channels (the three SDKs).
+# unit, agent (langgraph, langchain, langchain-openai and the openai SDK it brings), storage
+# (redis-py) and channels (the three SDKs).
 # Usage: .ci/floors.sh [venv] [workers]  (default .venv, 4; the venv ends up on the floors)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 WORKERS=${2:-4}
 unset PYTHONDONTWRITEBYTECODE
-FLOORED="aiogram pydantic discord.py redis slack-bolt slack-sdk langgraph langchain langchain-core"
+FLOORED="aiogram pydantic discord.py redis slack-bolt slack-sdk langgraph langchain langchain-core langchain-openai"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 "$VENV/bin/python" - "$FLOORED" >"$WORK/floors.in" <<'PY'
