@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage
 from agent import AgentRuntime, DemoChatModel
 from storage import Keys, PendingWarnings
 from storage.checkpoint import RedisCheckpointSaver
+from tests.fakes.openai_server import FakeOpenAI
 
 __all__ = ["ModelRequest", "ModelRequests"]
 
@@ -99,3 +100,10 @@ def make_runtime(
 @pytest.fixture
 def runtime(make_runtime: Callable[..., AgentRuntime]) -> AgentRuntime:
     return make_runtime()
+
+
+@pytest.fixture
+def fake_openai(openai_server: object) -> FakeOpenAI:
+    """The loopback fake OpenAI-compatible server (`openai_server`), typed for the agent tests."""
+    assert isinstance(openai_server, FakeOpenAI)
+    return openai_server

@@ -46,16 +46,6 @@ def mcp_config() -> dict[str, object]:
 
 
 @pytest.fixture
-async def fake_openai() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
 async def service(
     redis_url: str,
     prefix: str,

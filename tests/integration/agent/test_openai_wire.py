@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -16,16 +16,6 @@ from tests.fakes.openai_server import API_KEY, FakeOpenAI
 
 CTX = TurnContext(user_id="u-1")
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
-
-
-@pytest.fixture
-async def fake_openai() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def _openai(server: FakeOpenAI, key: str = API_KEY) -> ChatOpenAI:

@@ -4,7 +4,7 @@ against the loopback fake, which reports tokens (and, when asked, an OpenRouter-
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from langchain_openai import ChatOpenAI
@@ -13,16 +13,6 @@ from agent import AgentRuntime, ModelPrice, TurnContext
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
 
 CTX = TurnContext(user_id="u-1", platform="telegram")
-
-
-@pytest.fixture
-async def fake_openai() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def _model(server: FakeOpenAI, *, stream: bool = False) -> ChatOpenAI:
