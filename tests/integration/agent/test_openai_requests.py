@@ -142,6 +142,7 @@ def _without_ids(message: AIMessageChunk) -> dict[str, Any]:
 async def test_a_streamed_answer_reads_as_the_sdk_reads_it(
     fake_openai: FakeOpenAI, text: str
 ) -> None:
+    fake_openai.cost = 0.0125  # an OpenRouter-style `usage.cost` rides in the usage chunk
     ours = await _streamed(_built(fake_openai), text)
     sdk = await _streamed(_sdk_walked(fake_openai), text)
 
