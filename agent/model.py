@@ -14,7 +14,6 @@ import structlog
 from langchain_core.language_models import BaseChatModel
 
 from agent.demo import DemoChatModel
-from agent.openai_requests import send_plain_json
 from switchboard.errors import ConfigError
 
 __all__ = ["DEMO_SPEC", "MODEL_TIMEOUT_S", "build_model", "split_spec"]
@@ -102,6 +101,8 @@ def build_model(
     except Exception as exc:  # provider constructors validate their own settings
         raise ConfigError(_failed(spec, exc)) from None
     if provider in _OPENAI_CLIENTS:
+        from agent.openai_requests import send_plain_json  # imports openai: ~20 MB, only for it
+
         send_plain_json(chat_model)
     _log.info("model.built", provider=provider, model=model, base_url=bool(openai_base_url))
     return chat_model
