@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-import openai
 import structlog
 
 from agent.attachments import sniff
@@ -40,6 +39,8 @@ class OpenAITranscriber:
     """`POST /v1/audio/transcriptions` with the official SDK, one client for the process."""
 
     def __init__(self, model: str, *, base_url: str | None, api_key: str) -> None:
+        import openai  # about 20 MB of RSS: paid only where transcription is configured
+
         self.model = model
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, timeout=TRANSCRIBE_TIMEOUT_S, max_retries=2
