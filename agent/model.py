@@ -36,8 +36,6 @@ _PACKAGES = {
     "together": "langchain-together",
 }
 _NO_KEY = "not-needed"  # sent to keyless OpenAI-compatible servers, which ignore it
-# langchain-openai's models, whose chat requests need no SDK walk (`agent/openai_requests.py`)
-_OPENAI_CLIENTS = frozenset({"openai", "azure_openai"})
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -100,7 +98,7 @@ def build_model(
         raise ConfigError(_failed(spec, exc)) from None
     except Exception as exc:  # provider constructors validate their own settings
         raise ConfigError(_failed(spec, exc)) from None
-    if provider in _OPENAI_CLIENTS:
+    if provider == "openai":  # chat requests need no SDK walk (`agent/openai_requests.py`)
         from agent.openai_requests import send_plain_json  # imports openai: ~20 MB, only for it
 
         send_plain_json(chat_model)
