@@ -16,13 +16,14 @@ import pytest
 import redis.asyncio as aioredis
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
+from langchain_openai import ChatOpenAI
 
-from agent import AgentRuntime, DemoChatModel
+from agent import AgentRuntime, DemoChatModel, build_model
 from storage import Keys, PendingWarnings
 from storage.checkpoint import RedisCheckpointSaver
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import API_KEY, FakeOpenAI
 
-__all__ = ["ModelRequest", "ModelRequests"]
+__all__ = ["ModelRequest", "ModelRequests", "openai_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,3 +108,15 @@ def fake_openai(openai_server: object) -> FakeOpenAI:
     """The loopback fake OpenAI-compatible server (`openai_server`), typed for the agent tests."""
     assert isinstance(openai_server, FakeOpenAI)
     return openai_server
+
+
+def openai_model(server: FakeOpenAI, key: str = API_KEY) -> ChatOpenAI:
+    """`openai:gpt-4o-mini` as `build_model` makes it for the service, against the fake."""
+    model = build_model(
+        "openai:gpt-4o-mini",
+        openai_base_url=server.base_url,
+        openai_api_key=key,
+        anthropic_api_key=None,
+    )
+    assert isinstance(model, ChatOpenAI)
+    return model

@@ -18,11 +18,11 @@ from langchain_core.messages import (
 from langchain_openai import ChatOpenAI
 from openai import omit
 
-from agent import build_model
 from agent.model import MODEL_TIMEOUT_S
 from agent.openai_requests import PlainJsonCompletions, as_extra_body
 from agent.tools import builtin_tools
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
+from tests.integration.agent.conftest import openai_model
 
 PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
 
@@ -45,13 +45,7 @@ def _thread() -> list[BaseMessage]:
 
 
 def _built(server: FakeOpenAI, **kwargs: Any) -> ChatOpenAI:
-    model = build_model(
-        "openai:gpt-4o-mini",
-        openai_base_url=server.base_url,
-        openai_api_key=API_KEY,
-        anthropic_api_key=None,
-    )
-    assert isinstance(model, ChatOpenAI)
+    model = openai_model(server)
     return model.model_copy(update=kwargs) if kwargs else model
 
 

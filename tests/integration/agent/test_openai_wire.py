@@ -10,23 +10,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from agent import AgentRuntime, TurnContext, build_model
+from agent import AgentRuntime, TurnContext
 from switchboard.errors import AgentError
 from tests.fakes.openai_server import API_KEY, FakeOpenAI
+from tests.integration.agent.conftest import openai_model
 
 CTX = TurnContext(user_id="u-1")
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
-
-
-def _openai(server: FakeOpenAI, key: str = API_KEY) -> ChatOpenAI:
-    model = build_model(
-        "openai:gpt-4o-mini",
-        openai_base_url=server.base_url,
-        openai_api_key=key,
-        anthropic_api_key=None,
-    )
-    assert isinstance(model, ChatOpenAI)
-    return model
 
 
 def _streaming(server: FakeOpenAI) -> ChatOpenAI:
@@ -43,7 +33,7 @@ def _streaming(server: FakeOpenAI) -> ChatOpenAI:
 async def test_tool_call_round_trip_over_the_wire(
     fake_openai: FakeOpenAI, make_runtime: Callable[..., AgentRuntime], stream: bool
 ) -> None:
-    model = _streaming(fake_openai) if stream else _openai(fake_openai)
+    model = _streaming(fake_openai) if stream else openai_model(fake_openai)
     runtime = make_runtime(model=model, system_prompt="You are wired.")
     result = await runtime.run_turn(uuid.uuid4().hex, "what time is it?", CTX)
 
@@ -63,7 +53,7 @@ async def test_tool_call_round_trip_over_the_wire(
 async def test_clarification_round_trip_over_the_wire(
     fake_openai: FakeOpenAI, make_runtime: Callable[..., AgentRuntime]
 ) -> None:
-    runtime = make_runtime(model=_openai(fake_openai))
+    runtime = make_runtime(model=openai_model(fake_openai))
     thread = uuid.uuid4().hex
     asked = await runtime.run_turn(thread, "choose a flavour", CTX)
     assert asked.question is not None and asked.question.options == ("alpha", "beta", "gamma")
@@ -77,7 +67,7 @@ async def test_clarification_round_trip_over_the_wire(
 async def test_new_message_while_waiting_is_sent_as_the_answer(
     fake_openai: FakeOpenAI, make_runtime: Callable[..., AgentRuntime]
 ) -> None:
-    runtime = make_runtime(model=_openai(fake_openai))
+    runtime = make_runtime(model=openai_model(fake_openai))
     thread = uuid.uuid4().hex
     await runtime.run_turn(thread, "choose a flavour", CTX)
     result = await runtime.run_turn(thread, "gamma", CTX)
@@ -89,7 +79,7 @@ async def test_new_message_while_waiting_is_sent_as_the_answer(
 async def test_cut_off_tool_call_does_not_break_the_provider_history(
     fake_openai: FakeOpenAI, make_runtime: Callable[..., AgentRuntime]
 ) -> None:
-    runtime = make_runtime(model=_openai(fake_openai))
+    runtime = make_runtime(model=openai_model(fake_openai))
     thread = uuid.uuid4().hex
     config = {"configurable": {"thread_id": thread}}
     cut_off = AIMessage(
@@ -107,7 +97,7 @@ async def test_rejected_key_is_an_agent_error_that_never_shows_the_key(
     fake_openai: FakeOpenAI, make_runtime: Callable[..., AgentRuntime]
 ) -> None:
     secret = "sk-wrong-key-must-not-leak"
-    runtime = make_runtime(model=_openai(fake_openai, key=secret))
+    runtime = make_runtime(model=openai_model(fake_openai, key=secret))
     with pytest.raises(AgentError) as caught:
         await runtime.run_turn(uuid.uuid4().hex, "hello", CTX)
     assert secret not in str(caught.value)
