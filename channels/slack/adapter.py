@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -39,6 +39,7 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.internals import parse_body
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
@@ -185,6 +186,7 @@ class SlackAdapter:
             ssl_check_enabled=bool(signing_secret),
             name="switchboard",
         )
+        self._app.use(_answer_rate_limited)
         self._app.event("assistant_thread_started")(self._on_thread_started)
         self._app.event("app_home_opened")(self._on_home_opened)
         self._app.event("agent_session_stopped")(self._on_session_stopped)
@@ -560,6 +562,25 @@ class SlackAdapter:
             raise PlatformError(
                 f"Slack unreachable: {type(exc).__name__}", platform=_PLATFORM, code="network"
             ) from exc
+
+
+async def _answer_rate_limited(
+    body: dict[str, Any], next: Callable[[], Awaitable[None]]
+) -> BoltResponse | None:
+    """Bolt middleware for Slack's `app_rate_limited` notice (Events API: the app went past
+    30,000 deliveries per workspace in an hour and Slack is holding events back). It is not an
+    event callback, so no listener matches and bolt would answer 404, which Slack counts toward
+    the 5% failures that disable the subscription: it is answered 200 and the operator warned."""
+    if body.get("type") != "app_rate_limited":
+        await next()
+        return None
+    _log.warning(
+        "slack.app_rate_limited",
+        team_id=body.get("team_id"),
+        api_app_id=body.get("api_app_id"),
+        minute_rate_limited=body.get("minute_rate_limited"),
+    )
+    return BoltResponse(status=200, body="")
 
 
 def _escape(text: str) -> str:

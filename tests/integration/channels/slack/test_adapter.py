@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -326,6 +327,31 @@ async def test_unhandled_event_types_are_acked_with_200_not_404(
     response = await http.post("/slack/events", content=body, headers=headers)
     assert response.status_code == 200
     assert inbox == []
+
+
+async def test_app_rate_limited_is_answered_200_and_logged_as_a_warning(
+    fake: FakeSlack, http: httpx.AsyncClient, inbox: list[InboundMessage]
+) -> None:
+    """Slack's own notice that it is holding back events (Events API docs: `app_rate_limited`)
+    is not an event callback; a 404 counts as a failed delivery toward the subscription's
+    5% failure limit, so it is answered 200 and the operator is warned."""
+    notice = {
+        "token": "Jhj5dZrVaK7ZwHHjRyZWjbDl",
+        "type": "app_rate_limited",
+        "team_id": "T0FAKE",
+        "minute_rate_limited": 1518467820,
+        "api_app_id": "A0FAKE",
+    }
+    body = json.dumps(notice)
+    headers = {"Content-Type": "application/json", **signed_headers(SECRET, body)}
+    with structlog.testing.capture_logs() as logs:
+        response = await http.post("/slack/events", content=body, headers=headers)
+    assert response.status_code == 200
+    assert inbox == []
+    warned = [e for e in logs if e["event"] == "slack.app_rate_limited"]
+    assert warned and warned[0]["log_level"] == "warning"
+    assert warned[0]["minute_rate_limited"] == 1518467820
+    assert "token" not in warned[0]
 
 
 def _foreign_button(fake: FakeSlack) -> dict[str, Any]:
