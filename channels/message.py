@@ -1,7 +1,8 @@
 """The normalised message every adapter produces, and the conversation key derived from it.
 
 Adapters build an `InboundMessage` from a platform event (pure functions, tested on payload dicts);
-the manager never looks at `raw`. Conversation keys follow the table below and are strings the
+the manager never looks at `raw`, and `raw` never leaves the process that received the event: what
+a worker needs of a platform's payload travels as typed fields (`DiscordHandle`). Conversation keys follow the table below and are strings the
 channel layer owns: `conversation_key()` makes one, `parse_conversation_key()` undoes it.
 
 | platform / place         | key                                          | thread_anchor         |
@@ -28,6 +29,7 @@ __all__ = [
     "Attachment",
     "ButtonPress",
     "ConversationRef",
+    "DiscordHandle",
     "InboundMessage",
     "NativeCommand",
     "Platform",
@@ -104,6 +106,18 @@ class NativeCommand:
 
 
 @dataclass(frozen=True, slots=True)
+class DiscordHandle:
+    """What a Discord worker needs of an event's payload to answer it, and nothing more: the
+    inbox holds this instead of the payload (half an entry's size, and no bearer token beyond the
+    press it answers). The token is a bearer secret: never logged."""
+
+    channel_id: str = ""  # where the message itself lives (a thread starter stays in the parent)
+    application_id: str = ""  # with the token, a button press's follow-up webhook
+    token: str = field(default="", repr=False)  # a button press's interaction token: 15 minutes
+    permissions: str = "0"  # the member's permissions Discord sent with a slash command
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyTarget:
     """Where a reply goes: bound on arrival, like slack-bolt's `say`."""
 
@@ -142,6 +156,7 @@ class InboundMessage:
     sender_roles: tuple[str, ...] = ()  # the sender's Discord role ids (bindings match them)
     open_place: bool = False  # not addressed, but its place answers without (require_mention)
     parent_id: str = ""  # Discord: the channel a thread belongs to (bindings match it as channel)
+    handle: DiscordHandle | None = None  # what a worker reads again of the platform payload
     raw: Any = field(default=None, compare=False, repr=False)
 
     @property

@@ -137,9 +137,9 @@ def _followup_handle(msg: InboundMessage) -> tuple[str, str] | None:
     """(application id, interaction token) of the interaction this message answers, if any."""
     if msg.native is not None and msg.native.token:
         return msg.native.application_id, msg.native.token
-    raw = msg.raw if isinstance(msg.raw, dict) else {}
-    if msg.button is not None and raw.get("token") and raw.get("application_id"):
-        return str(raw["application_id"]), str(raw["token"])
+    handle = msg.handle
+    if msg.button is not None and handle is not None and handle.token and handle.application_id:
+        return handle.application_id, handle.token
     return None
 
 
@@ -881,8 +881,8 @@ class DiscordAdapter:
     async def acknowledge(self, msg: InboundMessage, kind: AckKind) -> None:
         if msg.button is not None:
             return
-        raw = msg.raw if isinstance(msg.raw, dict) else {}
-        channel_id = str(raw.get("channel_id") or msg.chat_id)  # a thread starter is in the parent
+        handle = msg.handle  # a thread starter lives in the parent channel
+        channel_id = handle.channel_id if handle is not None and handle.channel_id else msg.chat_id
         message = self._messageable(channel_id).get_partial_message(int(msg.provider_message_id))
         try:
             async with translated("react"):
@@ -966,8 +966,8 @@ class DiscordAdapter:
         if msg.is_dm or not msg.workspace_id:
             return False
         if msg.native is not None:
-            raw = msg.raw if isinstance(msg.raw, dict) else {}
-            granted = discord.Permissions(int(str(raw.get("permissions") or 0)))
+            sent = msg.handle.permissions if msg.handle is not None else "0"
+            granted = discord.Permissions(int(sent) if sent.isdigit() else 0)
             return granted.manage_guild or granted.administrator
         guilds = (c.get_guild(int(msg.workspace_id)) for c in self._clients())
         guild = next((g for g in guilds if g is not None), None)

@@ -22,6 +22,7 @@ from channels.commands import Place, command_spec
 from channels.message import (
     Attachment,
     ButtonPress,
+    DiscordHandle,
     InboundMessage,
     NativeCommand,
     Platform,
@@ -232,6 +233,7 @@ def to_inbound(
         attachments=tuple(_attachment(a) for a in payload.get("attachments") or ()),
         sent_at=snowflake_time(str(payload["id"])),
         quoted=(to_context(referenced, me, replied_to=True),) if reply_to and referenced else (),
+        handle=DiscordHandle(channel_id=str(payload["channel_id"])),
         raw=dict(payload),
     )
 
@@ -242,8 +244,8 @@ _THREAD_TYPES = frozenset({10, 11, 12})  # announcement, public and private thre
 
 def command_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     """A slash command (INTERACTION_CREATE of type 2) as a native command message: `/name args`
-    from the options, answered through the interaction token. `raw` keeps only what the adapter
-    reads again (the channel, the member's permissions there), never the token twice."""
+    from the options, answered through the interaction token. The handle keeps only what the
+    adapter reads again (the channel, the member's permissions there), never the token twice."""
     if payload.get("type") != _APPLICATION_COMMAND:
         return None
     data = payload.get("data") or {}
@@ -279,7 +281,9 @@ def command_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
             application_id=str(payload.get("application_id") or ""),
             token=str(payload["token"]),
         ),
-        raw={"channel_id": channel_id, "permissions": str((member or {}).get("permissions") or 0)},
+        handle=DiscordHandle(
+            channel_id=channel_id, permissions=str((member or {}).get("permissions") or 0)
+        ),
     )
 
 
@@ -329,9 +333,13 @@ def press_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     button = ButtonPress(
         question_id=parsed[0], option_index=parsed[1], interaction_id=str(payload["id"])
     )
-    return replace(
-        _from_presser(payload, text="", message_id=message_id), button=button, raw=dict(payload)
+    presser = _from_presser(payload, text="", message_id=message_id)
+    handle = DiscordHandle(
+        channel_id=presser.chat_id,
+        application_id=str(payload.get("application_id") or ""),
+        token=str(payload.get("token") or ""),
     )
+    return replace(presser, button=button, handle=handle)
 
 
 def vote_custom_id(value: str, run_id: str) -> str:

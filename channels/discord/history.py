@@ -4,7 +4,7 @@ converter, `events.to_context`, serves them and the gateway's `referenced_messag
 
 - A reply: the message it answers came with the event (`InboundMessage.quoted`); the chain
   above it is followed with `GET /channels/{id}/messages/{id}`, at most `_MAX_CHAIN` steps.
-- The place the trigger was posted (`raw["channel_id"]`: the channel before the thread the bot
+- The place the trigger was posted (`msg.handle.channel_id`: the channel before the thread the bot
   made for a mention, or the thread itself): its newest messages before the trigger
   (`GET /channels/{id}/messages?before=`), newer than the catch-up mark when there is one
   (Discord takes one of `before` / `after`, so the mark is applied here, as discord.py does).
@@ -48,8 +48,11 @@ class DiscordHistory:
 
     async def read(self, request: HistoryRequest) -> list[ContextMessage]:
         msg = request.msg
-        raw = msg.raw if isinstance(msg.raw, dict) else {}
-        home = str(raw.get("channel_id") or msg.chat_id)
+        home = (
+            msg.handle.channel_id
+            if msg.handle is not None and msg.handle.channel_id
+            else msg.chat_id
+        )
         trigger = msg.provider_message_id
         found = await self._before(home, trigger, request.after, request.limit)
         chain = await self._chain(home, msg.quoted, request.limit)

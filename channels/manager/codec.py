@@ -1,9 +1,10 @@
 """An `InboundMessage` as inbox and queue payload bytes (JSON), and back.
 
 The payload is the contract between ingress and workers, which may run different releases during
-a rolling deploy: unknown fields are ignored, missing ones take their defaults. `raw` travels only
-when it is a JSON object (Discord's event payload, which the adapter reads again for reactions);
-SDK objects (aiogram's `Message`) stay behind.
+a rolling deploy: unknown fields are ignored, missing ones take their defaults. `raw` never
+travels: what a worker reads again of a payload is a typed handle (`DiscordHandle`), so no Slack
+`response_url` of an envelope, interaction token or other person's payload is persisted, and a
+worker never parses a platform's wire format.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from channels.message import (
     Attachment,
     ButtonPress,
+    DiscordHandle,
     InboundMessage,
     NativeCommand,
     Platform,
@@ -33,7 +35,7 @@ class CorruptPayload(ValueError):
 
 def encode_message(msg: InboundMessage) -> bytes:
     data = asdict(replace(msg, raw=None))  # asdict deep-copies: SDK objects must not reach it
-    data["raw"] = msg.raw if isinstance(msg.raw, dict) else None
+    del data["raw"]
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
 
@@ -56,9 +58,17 @@ def decode_message(payload: bytes | str) -> InboundMessage:
         known["vote"] = Vote(**_only(Vote, vote)) if vote else None
         native = known.get("native")
         known["native"] = NativeCommand(**_only(NativeCommand, native)) if native else None
+        legacy = known.pop("raw", None)  # an older ingress's payload: only the handle's fields
+        handle = known.get("handle") or (legacy if known["platform"] is Platform.DISCORD else None)
+        known["handle"] = _handle(handle) if handle else None
         return InboundMessage(**known)
     except (ValueError, TypeError, KeyError) as exc:
         raise CorruptPayload(f"unreadable message payload ({exc.__class__.__name__})") from None
+
+
+def _handle(data: Any) -> DiscordHandle:
+    fields_ = {k: str(v) for k, v in _only(DiscordHandle, data).items() if v is not None}
+    return DiscordHandle(**fields_)
 
 
 def _only(cls: type, data: Any) -> dict[str, Any]:

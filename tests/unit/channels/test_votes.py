@@ -60,7 +60,7 @@ def test_discord_vote_ids_round_trip_and_a_press_is_the_pressers_vote() -> None:
     msg = vote_to_inbound(payload)
     assert msg is not None and msg.vote is not None
     assert (msg.sender_id, msg.chat_id, msg.vote.message_id) == ("42", "T7", "555")
-    assert msg.raw is None  # the interaction token stays out of the inbox
+    assert msg.raw is None and msg.handle is None  # the interaction token stays out of the inbox
 
 
 def _reaction(old: list[str], new: list[str], user: dict[str, Any] | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import discord
 from channels.commands import COMMANDS
 from channels.discord.commands import build_tree, local_commands, needs_sync
 from channels.discord.events import command_to_inbound
+from channels.message import DiscordHandle
 
 
 def interaction(name: str, **fields: Any) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def test_a_command_becomes_its_slash_text_with_the_answer_handles() -> None:
     assert (msg.native.name, msg.native.private, msg.native.place) == ("usage", True, "group")
     assert (msg.native.application_id, msg.native.token) == ("42", "itoken-900")
     assert msg.provider_message_id == "900" and msg.sender_name == "Alice"
-    assert msg.raw == {"channel_id": "77", "permissions": "32"}  # no token kept twice
+    assert msg.handle == DiscordHandle(channel_id="77", permissions="32")  # no token kept twice
 
 
 def test_options_become_arguments_and_the_place_follows_the_channel() -> None:

@@ -109,7 +109,7 @@ def test_mention_delivered_into_created_thread_keys_on_guild_and_thread() -> Non
     assert msg.mentions_bot and not msg.is_dm
     assert msg.provider_message_id == "555" and msg.event_ids == ()
     assert conversation_key(msg) == f"discord:{GUILD}:555"
-    assert msg.raw["channel_id"] == CHANNEL  # where the message itself lives
+    assert msg.handle is not None and msg.handle.channel_id == CHANNEL  # where it itself lives
 
 
 def test_without_chat_override_the_message_stays_in_its_channel() -> None:

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
-from channels.message import Attachment, ButtonPress, InboundMessage, NativeCommand, Platform
+from channels.message import (
+    Attachment,
+    ButtonPress,
+    DiscordHandle,
+    InboundMessage,
+    NativeCommand,
+    Platform,
+)
 from switchboard.conversation import ContextMessage
 
 __all__: list[str] = []
@@ -68,26 +75,52 @@ def test_a_button_press_round_trips() -> None:
     assert back == msg
 
 
-def test_a_dict_raw_travels_with_the_message() -> None:
-    raw = {"id": "1", "author": {"id": "u1"}, "reactions": [1, 2]}
-    back = decode_message(encode_message(_msg(platform=Platform.DISCORD, raw=raw)))
-    assert back.raw == raw
+def test_a_discord_handle_round_trips_with_its_token_and_nothing_else_of_the_payload() -> None:
+    handle = DiscordHandle(channel_id="77", application_id="42", token="itoken-1", permissions="32")
+    payload = {"id": "1", "author": {"id": "u1"}, "content": "hi", "token": "itoken-1"}
+    msg = _msg(platform=Platform.DISCORD, handle=handle, raw=payload)
+    encoded = encode_message(msg)
+    back = decode_message(encoded)
+    assert back.handle == handle and back.raw is None
+    assert "raw" not in json.loads(encoded) and encoded.count(b"itoken-1") == 1
 
 
-def test_an_sdk_object_raw_is_left_behind() -> None:
+def test_a_slack_envelope_never_reaches_the_inbox() -> None:
+    envelope = {
+        "type": "block_actions",
+        "response_url": "https://hooks.slack.com/actions/T1/1/secret",
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "token": "verification-token",
+    }
+    encoded = encode_message(_msg(platform=Platform.SLACK, raw=envelope))
+    assert b"hooks.slack.com" not in encoded and b"verification-token" not in encoded
+    assert decode_message(encoded).raw is None
+
+
+def test_an_sdk_object_raw_is_left_behind_without_being_copied() -> None:
     class SdkMessage:  # stands in for aiogram's Message: not JSON, not to be deep-copied
         def __deepcopy__(self, memo: object) -> SdkMessage:
             raise AssertionError("the SDK object was copied")
 
     payload = encode_message(_msg(raw=SdkMessage()))
-    assert json.loads(payload)["raw"] is None
+    assert "raw" not in json.loads(payload)
     assert decode_message(payload).raw is None
+
+
+def test_an_older_ingress_discord_raw_is_read_as_its_handle_only() -> None:
+    data = json.loads(encode_message(_msg(platform=Platform.DISCORD)))
+    data["raw"] = {"id": "1", "channel_id": "77", "token": "t", "application_id": "42", "x": [1]}
+    back = decode_message(json.dumps(data).encode())
+    assert back.handle == DiscordHandle(channel_id="77", application_id="42", token="t")
+    assert back.raw is None
+    data["platform"] = "telegram"
+    assert decode_message(json.dumps(data).encode()).handle is None
 
 
 def test_unknown_fields_from_a_newer_release_are_ignored_and_missing_ones_defaulted() -> None:
     data = json.loads(encode_message(_msg()))
     data["added_in_a_later_release"] = {"x": 1}
-    for optional in ("is_dm", "attachments", "event_ids", "button", "raw"):
+    for optional in ("is_dm", "attachments", "event_ids", "button", "handle"):
         del data[optional]
     back = decode_message(json.dumps(data).encode())
     assert back == _msg()
