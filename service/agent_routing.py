@@ -13,14 +13,21 @@ from typing import TYPE_CHECKING
 import structlog
 
 from agent import AgentBackend
-from agent.backends import AgentRegistry
+from agent.backends import AgentPolicy, AgentRegistry
 from channels.bindings import AccountOf, BindingResolver, Bindings, load_bindings
 from channels.message import InboundMessage
 from service.settings import Settings
 from storage import BindingsStore, LinkKind, Links
 from switchboard.agent_choice import AgentChoice
 
-__all__ = ["default_choice", "load_configured_bindings", "rule_choices", "wire_bindings"]
+__all__ = [
+    "agent_policy",
+    "default_choice",
+    "file_agents",
+    "load_configured_bindings",
+    "rule_choices",
+    "wire_bindings",
+]
 
 if TYPE_CHECKING:
     from service.bindings_sync import BindingsSync
@@ -59,6 +66,23 @@ def rule_choices(bindings: Bindings) -> list[AgentChoice]:
     return out
 
 
+def file_agents(bindings: Bindings) -> list[str]:
+    """Every agent a rule names (the operator's, when the rules are the bindings file's)."""
+    return [str(v) for rule in bindings.rules for k, v in rule.settings if k == "agent"]
+
+
+def agent_policy(settings: Settings, bindings: Bindings) -> AgentPolicy:
+    """What a binding's agent may be when it did not come from the operator's config."""
+    policy = AgentPolicy(
+        allow_python=settings.admin_allow_commands == "on",
+        hosts=settings.admin_agent_host_names,
+        data_dir=settings.data_dir,
+        default_agent=settings.agent,
+    )
+    policy.file_agents(file_agents(bindings))
+    return policy
+
+
 def account_lookup(links: Links) -> AccountOf:
     """The account a message's place is linked to, as `channels.access` decides access: a DM by
     its sender's link (or, on Slack, its workspace's), anything else by its workspace's."""
@@ -89,10 +113,14 @@ async def wire_bindings(
     sync that keeps the rules equal to the fleet's (started; close it). The file is offered to
     the fleet first (`BindingsSync.adopt_file`). A worker builds every agent the rules name now,
     so a broken one is named in `/readyz` from the start; it is not fatal (its conversations
-    get an error with a reference id)."""
+    get an error with a reference id). An agent the file does not name is held to
+    `agent_policy` first, the rules stored over HTTP included."""
     from service.bindings_sync import BindingsSync
 
-    registry = AgentRegistry(default=default, default_choice=default_choice(settings), build=build)
+    policy = agent_policy(settings, bindings)
+    registry = AgentRegistry(
+        default=default, default_choice=default_choice(settings), build=build, policy=policy
+    )
     resolver = BindingResolver(bindings, account_of=account_lookup(links))
     assert settings.bindings is not None
     worker = settings.role != "ingress"
@@ -102,6 +130,7 @@ async def wire_bindings(
         registry=registry,
         path=settings.bindings,
         build_agents=worker,
+        policy=policy,
     )
     resolver.replace(await sync.adopt_file(bindings))
     if worker:

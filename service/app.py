@@ -225,6 +225,8 @@ async def build_core(
                 openai_api_key=_secret(settings.openai_api_key),
             ),
             files_dir=files_dir,
+            data_dir=settings.data_dir,  # no python: agent is loaded from there
+            remote_api_keys=settings.agent_api_key_vars,  # the only keys a remote agent gets
             max_image_pixels=settings.max_image_pixels,
             history_tokens=settings.history_tokens,
             summary_model=functools.partial(

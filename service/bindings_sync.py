@@ -2,7 +2,9 @@
 (`storage.BindingsStore`); a change (a `SIGHUP` re-reading the file, `PUT
 /api/admin/bindings`) is stored there and every process takes it within `POLL_S`.
 
-Polling costs one HGET every `POLL_S` per process, never anything per turn. A stored document
+Polling costs one HGET every `POLL_S` per process, never anything per turn. Rules that came
+from the file name the operator's own agents (`AgentPolicy.file_agents`); rules from the admin
+API are held to the policy (`PUT` refuses, the registry will not build what it forbids). A stored document
 that this release cannot read (rules from a newer release, say) is logged and skipped: the
 process keeps the rules it has.
 """
@@ -16,10 +18,10 @@ from pathlib import Path
 
 import structlog
 
-from agent.backends import AgentRegistry
+from agent.backends import AgentPolicy, AgentRegistry
 from channels.bindings import BindingResolver, Bindings, BindingsError, load_bindings
 from channels.bindings import parse_bindings as parse_rules
-from service.agent_routing import rule_choices
+from service.agent_routing import file_agents, rule_choices
 from storage import BindingsStore, StoredBindings
 from switchboard.errors import StorageError
 
@@ -45,7 +47,9 @@ class BindingsSync:
         path: Path,
         build_agents: bool = True,
         poll_s: float = POLL_S,
+        policy: AgentPolicy | None = None,
     ) -> None:
+        self.policy = policy or AgentPolicy()  # what agents the admin API may name
         self._store = store
         self._resolver = resolver
         self._registry = registry
@@ -130,6 +134,8 @@ class BindingsSync:
 
     def _apply(self, bindings: Bindings, version: int, origin: str) -> None:
         self._version = max(self._version, version)
+        if origin != API_ORIGIN:  # the operator's file (here or on another process): its agents
+            self.policy.file_agents(file_agents(bindings))
         self._resolver.replace(bindings)
         _log.info("bindings.reloaded", version=version, origin=origin, rules=len(bindings.rules))
         if self._build_agents:  # new agents are built beside the turns, never in their way

@@ -417,7 +417,7 @@ def build_http_app(
         admin=admin,
         responses={code: {"model": ErrorBody} for code in (400, 401, 403, 409, 422, 429, 503)},
     )
-    _add_ops(app, settings=settings, ready=ready, status=status, admin=admin)
+    _add_ops(app, settings=settings, ready=ready, status=status, admin=admin, auth=auth)
     for path, handler in (webhooks or {}).items():
         _add_webhook(app, path, handler)
     return app
@@ -509,15 +509,22 @@ def _add_ops(
     ready: Callable[[], Awaitable[bool]],
     status: Callable[[], dict[str, object]] | None = None,
     admin: Callable[..., Awaitable[None]],
+    auth: AdminAuth,
 ) -> None:
+    ops_bearer = HTTPBearer(auto_error=False, description="optional: the admin key")
+
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
         """The process is up."""
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["ops"], responses={503: {"model": ErrorBody}})
-    async def readyz() -> Response:
-        """Redis is reachable and every configured channel has started."""
+    async def readyz(
+        request: Request, creds: HTTPAuthorizationCredentials | None = Depends(ops_bearer)
+    ) -> Response:
+        """Redis is reachable and every configured channel has started. Agents that cannot
+        answer are counted; which ones and why only with the admin key (specs, hosts and
+        errors are the operator's business)."""
         try:
             ok = await ready()
         except Exception as exc:
@@ -525,7 +532,11 @@ def _add_ops(
             ok = False
         if not ok:
             return _error(503, "not ready")
-        return JSONResponse({"status": "ready", **(status() if status else {})})
+        details = dict(status() if status else {})
+        broken = details.get("agents_unavailable")
+        if isinstance(broken, Mapping) and not _is_admin(auth, request, creds):
+            details["agents_unavailable"] = len(broken)
+        return JSONResponse({"status": "ready", **details})
 
     @app.get("/metrics", tags=["ops"], response_class=Response)
     async def metrics() -> Response:
@@ -541,6 +552,18 @@ def _add_ops(
     async def admin_config() -> dict[str, Any]:
         """Effective settings with every secret shown as `***` (needs SWITCHBOARD_ADMIN_KEY)."""
         return settings.public_view()
+
+
+def _is_admin(
+    auth: AdminAuth, request: Request, creds: HTTPAuthorizationCredentials | None
+) -> bool:
+    """Whether a request that may go without the admin key carries it (a wrong one counts
+    towards the address's lockout, as on any admin route)."""
+    if creds is None or not creds.credentials:
+        return False
+    client = request.client.host if request.client else "unknown"
+    route = getattr(request.scope.get("route"), "path", "")
+    return auth.check(creds.credentials, client=client, route=route).verdict is Verdict.OK
 
 
 def _admin_guard(auth: AdminAuth) -> Callable[..., Awaitable[None]]:

@@ -114,7 +114,14 @@ class Settings(BaseSettings):
     admin_allow_commands: Literal["on", "off"] = Field(
         "off", validation_alias=_env("SWITCHBOARD_ADMIN_ALLOW_COMMANDS")
     )
-    """`on`: the admin API may add or change an MCP stdio command, i.e. run programs on the host."""
+    """`on`: the admin API may add or change an MCP stdio command, i.e. run programs on the host;
+    and set a `python:` agent in a binding."""
+    admin_agent_hosts: str = Field("", validation_alias=_env("SWITCHBOARD_ADMIN_AGENT_HOSTS"))
+    """Comma list of `host` or `host:port` a binding's agent URL sent over HTTP may point at,
+    besides the hosts of SWITCHBOARD_AGENT and the bindings file."""
+    agent_api_keys: str = Field("", validation_alias=_env("SWITCHBOARD_AGENT_API_KEYS"))
+    """Comma list of `URL=VARIABLE`: the remote agent at URL is sent $VARIABLE as its API key;
+    no other agent is sent any."""
     admin_show_text: Literal["on", "off"] = Field(
         "off", validation_alias=_env("SWITCHBOARD_ADMIN_SHOW_TEXT")
     )
@@ -320,6 +327,37 @@ class Settings(BaseSettings):
     def mcp_allowed_var_names(self) -> frozenset[str]:
         return frozenset(n for n in self.mcp_allowed_vars.split(",") if n)
 
+    @field_validator("admin_agent_hosts")
+    @classmethod
+    def _agent_hosts(cls, value: str) -> str:
+        hosts = [h.strip().lower() for h in value.split(",") if h.strip()]
+        bad = [h for h in hosts if not _AGENT_HOST.match(h)]
+        if bad:
+            raise ValueError(f"not a host: {bad[0]!r} (expected host or host:port, no scheme)")
+        return ",".join(hosts)
+
+    @property
+    def admin_agent_host_names(self) -> frozenset[str]:
+        return frozenset(h for h in self.admin_agent_hosts.split(",") if h)
+
+    @field_validator("agent_api_keys")
+    @classmethod
+    def _agent_keys(cls, value: str) -> str:
+        pairs = [p.strip() for p in value.split(",") if p.strip()]
+        for pair in pairs:
+            url, _, name = pair.rpartition("=")
+            if not url.startswith(("http://", "https://")) or not _VAR_NAME.match(name):
+                raise ValueError(
+                    "expected URL=VARIABLE,URL=VARIABLE (the variable holding that server's key)"
+                )
+        return ",".join(pairs)
+
+    @property
+    def agent_api_key_vars(self) -> dict[str, str]:
+        """URL -> the variable holding its API key."""
+        pairs = (p.rpartition("=") for p in self.agent_api_keys.split(",") if p)
+        return {url: name for url, _, name in pairs}
+
     @field_validator("budget_daily_usd", "budget_weekly_usd")
     @classmethod
     def _budget_range(cls, value: float) -> float:
@@ -435,6 +473,7 @@ _AGENT = re.compile(
 )
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_AGENT_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:\d{1,5})?$")
 _SLACK_COMMAND = re.compile(r"^/[a-z0-9][a-z0-9_-]{0,30}$")
 _COMMAND_PREFIX = re.compile(r"^[!$%&*+,.;=?^~|-]{1,3}$")
 

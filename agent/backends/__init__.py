@@ -9,6 +9,8 @@ from agent.backends.builtin import BuiltinAgent, build_builtin_graph
 from agent.backends.custom import LoopGuard, load_graph, loop_guard
 from agent.backends.factory import build_agent_backend
 from agent.backends.local import LocalGraphRunner, LoopStopped, first_question
+from agent.backends.policy import AgentPolicy, AgentRefused
+from agent.backends.probe import probe_graph
 from agent.backends.registry import AgentRegistry, describe_choice
 from agent.backends.remote import CANCEL_TIMEOUT_S, RemoteGraphRunner
 from agent.backends.spec import AgentSpec, parse_agent_spec
@@ -16,6 +18,8 @@ from agent.backends.spec import AgentSpec, parse_agent_spec
 __all__ = [
     "CANCEL_TIMEOUT_S",
     "AgentBackend",
+    "AgentPolicy",
+    "AgentRefused",
     "AgentRegistry",
     "AgentSpec",
     "BuiltinAgent",
@@ -30,4 +34,5 @@ __all__ = [
     "load_graph",
     "loop_guard",
     "parse_agent_spec",
+    "probe_graph",
 ]

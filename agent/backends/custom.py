@@ -16,15 +16,19 @@ turn's assistant text from it, exactly as for the built-in agent.
   threshold; the user gets the same stop message as from the built-in agent.
 
 The module is imported with the working directory on `sys.path` (as uvicorn and `langgraph dev`
-do), so `python:examples.echo_graph:graph` works from a checkout.
+do), so `python:examples.echo_graph:graph` works from a checkout; never from the data directory
+(`agent.backends.policy`). A module or factory that raises anything, `SystemExit` included, is a
+`ConfigError`: it must not end the process that tried it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import os
 import sys
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -34,6 +38,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agent.backends.local import LoopStopped
+from agent.backends.policy import refuse_data_dir_module
 from agent.loop_detection import LoopDetector, LoopPolicy
 from switchboard.errors import ConfigError
 
@@ -43,8 +48,12 @@ _log = structlog.get_logger(__name__)
 _SETTING = "SWITCHBOARD_AGENT"
 
 
-async def load_graph(target: str, checkpointer: BaseCheckpointSaver[Any]) -> Any:
-    """The compiled graph named by `pkg.module:attr`, with our checkpointer if it had none."""
+async def load_graph(
+    target: str, checkpointer: BaseCheckpointSaver[Any], *, data_dir: Path | None = None
+) -> Any:
+    """The compiled graph named by `pkg.module:attr`, with our checkpointer if it had none;
+    a module under `data_dir` is refused before anything is imported."""
+    refuse_data_dir_module(target, data_dir)
     module_name, _, attr = target.partition(":")
     module = _import(module_name, target)
     try:
@@ -84,7 +93,9 @@ def _import(module_name: str, target: str) -> Any:
             f"{_SETTING}=python:{target}: importing it failed: a module it needs is missing "
             f"({exc.name})"
         ) from None
-    except Exception as exc:
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # SystemExit too: a module must not end the process
         raise ConfigError(
             f"{_SETTING}=python:{target}: importing it failed ({exc.__class__.__name__})"
         ) from None
@@ -108,6 +119,12 @@ async def _call_factory(factory: Any, target: str) -> Any:
     except TypeError as exc:
         raise ConfigError(
             f"{_SETTING}=python:{target}: the factory must take no arguments ({exc})"
+        ) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # SystemExit too: a factory must not end the process
+        raise ConfigError(
+            f"{_SETTING}=python:{target}: its factory failed ({exc.__class__.__name__})"
         ) from None
     if not _is_graph(made):
         raise ConfigError(

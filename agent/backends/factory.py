@@ -19,6 +19,7 @@ from agent.backends.base import AgentBackend
 from agent.backends.builtin import BuiltinAgent
 from agent.backends.custom import load_graph, loop_guard
 from agent.backends.local import LocalGraphRunner
+from agent.backends.policy import api_key_for
 from agent.backends.remote import RemoteGraphRunner
 from agent.backends.spec import AgentSpec
 from agent.loop_detection import LoopDetectionMiddleware, LoopPolicy
@@ -53,15 +54,24 @@ async def build_agent_backend(
     max_image_pixels: int = MAX_IMAGE_PIXELS,
     history_tokens: int = 0,
     summary_model: Callable[[], BaseChatModel] | None = None,
+    data_dir: Path | None = None,
+    remote_api_keys: Mapping[str, str] | None = None,
 ) -> AgentBackend:
     """The backend, ready to run turns; raises `ConfigError` (one line) when it cannot be.
     `files_dir` is the checked outbound-file directory (`agent.sandbox.prepare_files_dir`);
-    `history_tokens` and `summary_model` are the built-in agent's history window."""
+    `history_tokens` and `summary_model` are the built-in agent's history window. No
+    `python:` module is loaded from `data_dir`; a remote agent is sent the key of the variable
+    `remote_api_keys` names for its URL (`SWITCHBOARD_AGENT_API_KEYS`), and none otherwise."""
     backend: AgentBackend
     if spec.kind == "remote":
-        backend = RemoteGraphRunner(url=spec.target, assistant=assistant, threads=remote_threads)
+        backend = RemoteGraphRunner(
+            url=spec.target,
+            assistant=assistant,
+            threads=remote_threads,
+            api_key=api_key_for(spec.target, remote_api_keys or {}),
+        )
     elif spec.kind == "python":
-        graph = await load_graph(spec.target, checkpointer)
+        graph = await load_graph(spec.target, checkpointer, data_dir=data_dir)
         if tracing is not None and tracing.callbacks:
             graph = graph.with_config(callbacks=list(tracing.callbacks))
         backend = LocalGraphRunner(

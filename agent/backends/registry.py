@@ -6,6 +6,11 @@ backend is built once per distinct (agent, assistant, model, system prompt) and 
 equal to the defaults is the default backend itself. One that cannot be built, or whose last run
 failed on its agent (a remote server down), is reported by `problems()` for `/readyz`; its
 conversations get the usual error with a reference id while every other binding keeps working.
+
+With a `policy` (`agent.backends.policy`), an agent the operator's config does not name is
+checked against it before it is built (a `python:` one not allowed, or a server on a host not
+approved, is broken), and a `python:` one is loaded in a probe interpreter first, so rules stored
+over HTTP cannot run code the operator did not allow or end the worker that builds them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections.abc import Awaitable, Callable, Iterable
 import structlog
 
 from agent.backends.base import AgentBackend
+from agent.backends.policy import AgentPolicy
+from agent.backends.probe import probe_graph
 from agent.result import Question, TurnContext, TurnResult
 from switchboard.agent_choice import AgentChoice
 from switchboard.errors import AgentError, ConfigError, StorageError
@@ -38,9 +45,15 @@ class AgentRegistry:
     """Satisfies `AgentBackend`: the default backend, and one per other choice on demand."""
 
     def __init__(
-        self, *, default: AgentBackend, default_choice: AgentChoice, build: BuildBackend
+        self,
+        *,
+        default: AgentBackend,
+        default_choice: AgentChoice,
+        build: BuildBackend,
+        policy: AgentPolicy | None = None,
     ) -> None:
         self._default = default
+        self._policy = policy
         self._default_choice = default_choice
         self._build = build
         self._built: dict[AgentChoice, AgentBackend] = {}
@@ -125,10 +138,11 @@ class AgentRegistry:
             if built is not None:
                 return built
             try:
+                await self._admit(choice)
                 built = await self._build(choice)
-            except StorageError:
+            except (StorageError, KeyboardInterrupt, asyncio.CancelledError):
                 raise
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit too: one agent must not end the worker
                 reason = str(exc) if isinstance(exc, ConfigError) else type(exc).__name__
                 self._broken[choice] = reason
                 _log.error("agent.build_failed", agent=describe_choice(choice), error=reason)
@@ -137,3 +151,11 @@ class AgentRegistry:
             self._built[choice] = built
             _log.info("agent.built", agent=describe_choice(choice), kind=built.kind)
             return built
+
+    async def _admit(self, choice: AgentChoice) -> None:
+        """Raise `AgentRefused` for an agent the policy does not allow or that fails its probe."""
+        if self._policy is None:
+            return
+        self._policy.check(choice.agent)
+        if self._policy.needs_probe(choice.agent):
+            await probe_graph(choice.agent.strip().removeprefix("python:"))

@@ -19,8 +19,9 @@
   `on_disconnect="cancel"`, which covers a cancel that lands before the run id is known.
 - Conversation context (`TurnContext.context_messages`) goes before a new turn's message as one
   user message named `conversation_context` (`agent.quoted`), as for a local graph.
-- The API key comes from the SDK's usual variables (`LANGGRAPH_API_KEY`, `LANGSMITH_API_KEY`,
-  `LANGCHAIN_API_KEY`); it is never logged.
+- The API key is only the one passed in (`SWITCHBOARD_AGENT_API_KEYS` names it per URL): the
+  SDK is told so explicitly, or it would send `LANGGRAPH_API_KEY`, `LANGSMITH_API_KEY` or
+  `LANGCHAIN_API_KEY` from the environment to whatever URL it is given. It is never logged.
 - Usage: a server does not report its model calls to us, so `TurnResult.usage` is empty (budgets
   do not apply to a remote agent).
 """
@@ -67,11 +68,13 @@ class RemoteGraphRunner:
         assistant: str,
         threads: RemoteThreads,
         client: Any | None = None,
+        api_key: str | None = None,
     ) -> None:
         self._url = url
         self._assistant = assistant
         self._threads = threads
-        self._client = client if client is not None else get_client(url=url)
+        # api_key=None tells the SDK to send none: its default reads the environment
+        self._client = client if client is not None else get_client(url=url, api_key=api_key)
 
     @property
     def kind(self) -> str:

@@ -32,6 +32,7 @@ _ts = itertools.count(1)
 _ids = itertools.count(1)
 
 CoreFactory = Callable[..., Awaitable[Core]]
+READYZ_ADMIN_KEY = "bindings-readyz-admin-key-0123456789"
 
 
 @pytest.fixture
@@ -193,7 +194,10 @@ async def test_status_shows_the_agent_and_model_bound_to_the_conversation(
 async def test_a_broken_agent_of_one_binding_fails_only_its_conversations_and_is_named(
     make_core: CoreFactory,
 ) -> None:
-    core = await make_core("- platform: slack\n  user: U2\n  agent: python:no_such_module:graph\n")
+    core = await make_core(
+        "- platform: slack\n  user: U2\n  agent: python:no_such_module:graph\n",
+        admin_key=READYZ_ADMIN_KEY,
+    )
     assert list(core.status()["agents_unavailable"]) == ["python:no_such_module:graph"]
     adapter = RecordingAdapter(deliver=core.manager.deliver)
     core.manager.register(adapter)
@@ -219,8 +223,15 @@ async def test_a_broken_agent_of_one_binding_fails_only_its_conversations_and_is
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://switchboard.test") as http:
         readyz = await http.get("/readyz")
+        as_admin = await http.get(
+            "/readyz", headers={"Authorization": f"Bearer {READYZ_ADMIN_KEY}"}
+        )
+        wrong_key = await http.get("/readyz", headers={"Authorization": "Bearer not-the-key"})
     assert readyz.status_code == 200  # the other agents answer: the process is ready
-    assert list(readyz.json()["agents_unavailable"]) == ["python:no_such_module:graph"]
+    # anyone may ask whether it is ready; which agent is broken, and why, is the operator's
+    assert readyz.json()["agents_unavailable"] == 1 and "no_such_module" not in readyz.text
+    assert wrong_key.json()["agents_unavailable"] == 1
+    assert list(as_admin.json()["agents_unavailable"]) == ["python:no_such_module:graph"]
 
 
 async def test_without_bindings_the_manager_runs_the_default_agent_directly(

@@ -48,6 +48,7 @@ def _settings(prefix: str, data_dir: Path, path: Path, **more: object) -> Settin
         data_dir=data_dir,
         bindings=path,
         admin_key=ADMIN,
+        admin_agent_hosts="agents.example",  # the remote agent the masking test sets over HTTP
         **more,
     )
 
