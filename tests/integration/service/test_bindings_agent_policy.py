@@ -123,7 +123,7 @@ async def test_a_python_agent_sent_over_http_is_refused_unless_commands_are_allo
         "SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on" in problem
     )
     assert stored is not None and stored.version == version and "abort" not in stored.doc
-    assert before == [r for r in shown]
+    assert before == shown
     assert again.status_code == 200, again.text
 
 
