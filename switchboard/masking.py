@@ -12,13 +12,18 @@ What is masked:
   `cookie`, `private`, `session`, `signature`, …), and every value inside an `env` or `headers`
   mapping (where credentials live);
 - by shape, anywhere in a string: `sk-…`, Slack `xox?-…`/`xapp-…`, GitHub, GitLab, AWS, Google,
-  Hugging Face, Stripe and Telegram tokens, JWTs, `Bearer …`/`Basic …`, `name=value` pairs with
-  a secret-named name, `Name: value` header lines, long high-entropy strings;
-- in URLs: the password of the user-info, and the user part too when it stands alone or looks
-  like a key (`https://TOKEN:x-oauth-basic@…`), every query value, the fragment, and path
-  segments shaped like tokens (`/bot123:ABC…/`, webhook secrets);
-- in command lines (`command`, `args`): the argument after a secret-named flag (`--api-key KEY`),
-  the value of `--secret-flag=VALUE`, and every argument by shape (`--db=postgres://u:p@h`).
+  Hugging Face, Stripe and Telegram tokens, JWTs, PEM blocks (even cut short), `Bearer …`/
+  `Basic …`, `name=value` pairs and JSON `"name": value` pairs (also single-quoted or escaped
+  inside another JSON string) with a secret-named name, `Name: value` header lines, long
+  high-entropy strings;
+- in URLs (also scheme-relative `//user:pw@host`): the password of the user-info, and the user
+  part too when it stands alone or looks like a key (`https://TOKEN:x-oauth-basic@…`), every
+  query value, the fragment, and path segments shaped like tokens (`/bot123:ABC…/`, webhook
+  secrets);
+- in command lines (`command`, `args`): the argument after a secret-named flag (`--api-key KEY`,
+  even a PEM starting with dashes), the value of `--secret-flag=VALUE`, the password of curl's
+  `-u`/`--user`/`--proxy-user user:password`, and every argument by shape
+  (`--db=postgres://u:p@h`).
 
 A value that is only a variable reference (`$NAME` or `${NAME}`) is shown: it names a secret
 without holding one. Numbers and booleans are masked only inside `env`/`headers`, so counts such
@@ -79,7 +84,10 @@ _SECRET_PARTS = re.compile(
 )
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+_URL = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+"
+    r"|(?<![^\s\"'=(<,\[])//[^\s/@\"'<>`]+@[^\s\"'<>`]*"  # scheme-relative, with credentials
+)
 _AUTH_SCHEME = re.compile(
     r"\b(?:(?i:bearer)|Basic(?=\s+[A-Za-z0-9+/=]{8,}))(\s+)([^\s\"',;]+)"
 )  # `Basic` only before a base64 blob, so "Basic setup" stays prose
@@ -98,13 +106,23 @@ _SHAPES = re.compile(
     | \beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*  # JWT
     | \b\d{5,12}:[A-Za-z0-9_-]{30,}                           # Telegram bot token
     | \b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}  # Discord bot token
+    | -----BEGIN[A-Z0-9 ]*-----[\s\S]*?(?:-----END[A-Z0-9 ]*-----|$)  # PEM, even cut short
     """,
     re.X,
+)
+# `"name": "value"` (JSON, also `'…'` and backslash-escaped JSON inside a JSON string).
+_JSON_PAIR = re.compile(
+    r"""(?P<q>\\*["'])(?P<name>[A-Za-z0-9_.-]+)(?P=q)(?P<sep>\s*:\s*)"""
+    r"""(?:(?P<vq>\\*["'])(?P<value>(?:(?!(?P=vq))(?:\\.|[^\\\n]))*)(?P=vq)"""
+    r"""|(?P<bare>[^\s,}\]"'\\]+))"""
 )
 _PAIR = re.compile(r"(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\s*=\s*)([^\s&;,\"']+)")
 _HEADER_LINE = re.compile(r"^(\s*[A-Za-z0-9_-]+\s*:\s*)(\S.*)$")
 _RUN = re.compile(r"[A-Za-z0-9_+=~/-]{20,}")
 _SCHEMES = frozenset({"bearer", "basic"})
+_FLAG = re.compile(r"^--?[A-Za-z0-9]")  # `-k`, `--key`; not `-----BEGIN …`, not `-`
+_LONG_FLAG = re.compile(r"^--[A-Za-z0-9]")
+_USER_FLAGS = frozenset({"-u", "--user", "-U", "--proxy-user"})  # curl's `user:password`
 _HEX = re.compile(r"^[0-9a-fA-F-]{32,}$")
 
 
@@ -129,6 +147,7 @@ def mask_text(text: str) -> str:
     line = _HEADER_LINE.match(text)
     if line and "://" not in line.group(1) and is_secret_name(line.group(1).strip(" \t:")):
         return f"{line.group(1)}{MASK}" if not _REFERENCE.match(line.group(2).strip()) else text
+    text = _JSON_PAIR.sub(_mask_json_pair, text)
     pieces: list[str] = []
     done = 0
     for url in _URL.finditer(text):
@@ -192,22 +211,40 @@ def _hide(value: str) -> str:
 
 def _mask_argv(argv: list[str]) -> list[str]:
     out: list[str] = []
-    secret_next = False
+    secret_next = user_next = False
     for arg in argv:
-        if secret_next and not arg.startswith("--"):
+        is_flag = bool(_FLAG.match(arg))
+        if secret_next and not _LONG_FLAG.match(arg):  # `--key -----BEGIN …`: the key, no flag
             scheme = arg.lower() in _SCHEMES  # `Authorization: Bearer KEY`: KEY is still to come
             out.append(arg if scheme else _hide(arg))
             secret_next = scheme
             continue
+        if user_next and not is_flag:
+            out.append(_mask_user_password(arg))
+            user_next = False
+            continue
+        if arg.startswith("-u") and not arg.startswith("--") and ":" in arg:  # `-uuser:password`
+            out.append(f"-u{_mask_user_password(arg[2:])}")
+            continue
         flag, eq, val = arg.partition("=")
-        if arg.startswith("-") and len(arg) > 1 and is_secret_name(flag.lstrip("-")):
+        if is_flag and is_secret_name(flag.lstrip("-")):
             out.append(f"{flag}={_hide(val)}" if eq else arg)
             secret_next = not eq  # `--api-key KEY`: the key is the next argument
+            continue
+        if flag in _USER_FLAGS:  # `curl -u user:password`, `--user=user:password`
+            out.append(f"{flag}={_mask_user_password(val)}" if eq else arg)
+            user_next = not eq
             continue
         # `-H "Authorization: Bearer KEY"` split into words: the scheme or header name, then KEY
         secret_next = arg.lower() in _SCHEMES or (arg.endswith(":") and is_secret_name(arg[:-1]))
         out.append(arg if secret_next else mask_text(arg))
     return out
+
+
+def _mask_user_password(value: str) -> str:
+    """`user:password` as `user:***`; a value without a password is masked as any other."""
+    user, colon, password = value.partition(":")
+    return f"{user}:{_hide(password)}" if colon and password else mask_text(value)
 
 
 def _mask_command_line(command: str) -> str:
@@ -229,6 +266,19 @@ def _mask_pair(match: re.Match[str]) -> str:
     if is_secret_name(name.lstrip("-")) and value != MASK:
         return f"{name}{sep}{_hide(value)}"
     return match.group(0)
+
+
+def _mask_json_pair(match: re.Match[str]) -> str:
+    name, value, bare = match.group("name"), match.group("value"), match.group("bare")
+    if not is_secret_name(name):
+        return match.group(0)
+    if bare is not None:
+        if bare in ("true", "false", "null") or _REFERENCE.match(bare):
+            return match.group(0)
+        return f"{match.group('q')}{name}{match.group('q')}{match.group('sep')}{MASK}"
+    quote_ = match.group("vq")
+    head = f"{match.group('q')}{name}{match.group('q')}{match.group('sep')}"
+    return f"{head}{quote_}{_hide(value)}{quote_}"
 
 
 def _mask_segment(segment: str) -> str:

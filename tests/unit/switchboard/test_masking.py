@@ -10,6 +10,11 @@ import pytest
 from switchboard.masking import MASK, is_secret_name, mask, mask_text
 
 SECRET = "s3cr3tV4lue9XqZ"  # short and word-like on purpose: only its position gives it away
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
 # (case, value, key it sits under, the secret that must not show)
@@ -113,6 +118,23 @@ HIDDEN: list[tuple[str, Any, str, str]] = [
     ),
     ("env assignment inside command", f"API_TOKEN={SECRET} npx server", "command", SECRET),
     ("URL inside command", f"mcp-proxy https://u:{SECRET}@h.example.com", "command", SECRET),
+    # issue 43: a PEM after a secret flag, secrets inside JSON text, curl's -u, `//user:pw@host`
+    ("PEM after a secret flag", ["--private-key", PEM], "args", "b3BlbnNzaC1rZXkt"),
+    ("PEM glued to a secret flag", [f"--key={PEM}"], "args", "b3BlbnNzaC1rZXkt"),
+    ("PEM on its own", PEM, "", "AAAABG5vbmU"),
+    ("PEM cut short", PEM.split("\n-----END")[0], "note", "AAAABG5vbmU"),
+    ("JSON in a string", f'{{"api_key": "{SECRET}", "region": "eu"}}', "", SECRET),
+    ("JSON in an argument", [f'--config={{"password":"{SECRET}"}}'], "args", SECRET),
+    ("single-quoted pairs", f"{{'token': '{SECRET}'}}", "note", SECRET),
+    ("escaped JSON in JSON", f'{{\\"token\\": \\"{SECRET}\\"}}', "note", SECRET),
+    ("number under a secret JSON name", '{"pin_code": 1, "password": 482913}', "", "482913"),
+    ("curl -u user:password", ["curl", "-u", f"alice:{SECRET}", "https://x.test"], "args", SECRET),
+    ("curl -uuser:password", ["curl", f"-ualice:{SECRET}"], "args", SECRET),
+    ("curl --user=user:password", [f"--user=alice:{SECRET}"], "args", SECRET),
+    ("curl -u inside a command", f"curl -u alice:{SECRET} https://x.test", "command", SECRET),
+    ("scheme-relative URL", f"//alice:{SECRET}@db.internal:5432/x", "", SECRET),
+    ("scheme-relative URL argument", ["--db", f"//alice:{SECRET}@db.internal/x"], "args", SECRET),
+    ("scheme-relative URL in prose", f"mirror at //alice:{SECRET}@h.test/", "note", SECRET),
     (
         "an MCP server as a whole",
         {
@@ -145,6 +167,9 @@ SHOWN: list[tuple[str, Any, str]] = [
     ("numbers and nulls", {"port": 8080, "enabled": True, "cwd": None}, ""),
     ("timestamp", "2024-01-01T00:00:00Z", "created"),
     ("transport", {"transport": "streamable_http", "type": "sse"}, ""),
+    ("unbuffered python, a user name without a password", ["-u", "server.py", "-U", "bob"], "args"),
+    ("JSON without secret names", '{"region": "eu", "private": false, "api_key": "$KEY"}', ""),
+    ("double slashes without credentials", "see //docs, a//b and // notes", "note"),
 ]
 
 
