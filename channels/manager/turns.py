@@ -121,16 +121,12 @@ class TurnScheduler:
         if ctx.turn_order is not None:
             await ctx.turn_order.wait_turn()
         try:
-            slot = await self._s.queue.submit(
-                ctx.thread_id,
-                ctx.entry_id,
-                ctx.payload,
-                token,
-                busy=default,
-            )
+            slot = await self._submit(ctx, token, default)
         finally:
             if ctx.turn_order is not None:
                 ctx.turn_order.done.set()
+        if slot is None:
+            return Outcome.RETRY
         if slot.state is SlotState.DONE:
             _log.info("message.already_answered")
             return Outcome.DUPLICATE
@@ -166,6 +162,32 @@ class TurnScheduler:
         if session.own_entry is None:
             return Outcome.HANDED_OVER
         return Outcome.QUEUED if handed_back else Outcome.RETRY
+
+    async def _submit(self, ctx: MessageContext, token: str, busy: BusyMode) -> Slot | None:
+        """`queue.submit`, which may have taken effect even when it raised: the message may
+        then sit queued under a lock taken with `token` that nobody holds. The submit is
+        idempotent per entry and token, so it is asked again with the same token (taking the
+        lock it may already hold); if that fails too, the thread is watched and None says the
+        entry stays pending, so a sweep answers the queue and a reclaim finds it answered.
+        A StorageError is raised as before (the entry is retried the same way)."""
+        assert ctx.thread_id is not None
+        submit = functools.partial(
+            self._s.queue.submit, ctx.thread_id, ctx.entry_id, ctx.payload, token, busy=busy
+        )
+        try:
+            return await submit()
+        except StorageError:
+            raise
+        except Exception as exc:
+            self._say.failure_text(exc, "queue.submit_failed")  # logged, never said
+        try:
+            return await submit()
+        except StorageError:
+            raise
+        except Exception as exc:
+            self._say.failure_text(exc, "queue.submit_failed_again")
+        await self._s.orphans.watch(ctx.thread_id, self._config.lock_ttl_s)
+        return None
 
     async def sweep(self, thread_id: str, seen: float, adapters: dict[Platform, Adapter]) -> None:
         """Answer a queue whose holder went away (crash, lost lock, failed last step)."""
