@@ -234,6 +234,13 @@ return 1
 """
 # KEYS: lock q qmsg. ARGV: token after limit. What queued behind the holder's batch (entries after
 # `after`, oldest first, as id/payload pairs); false when the lock is not the caller's.
+_RUNNING = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if not first then return false end
+return redis.call('HGET', KEYS[3], first)
+"""
+
 _ABSORB = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
 local out = {}
@@ -275,6 +282,7 @@ class ThreadQueue:
         self._record = client.register_script(_RECORD)
         self._receipt = client.register_script(_RECEIPT)
         self._absorb = client.register_script(_ABSORB)
+        self._running = client.register_script(_RUNNING)
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         k = self._keys
@@ -420,6 +428,16 @@ class ThreadQueue:
         with redis_errors("thread state"):
             busy, unanswered, question, mode = await pipe.execute()
         return ThreadState(bool(busy), int(unanswered), parse_question(question), _mode(mode))
+
+    async def running(self, thread_id: str) -> bytes | None:
+        """The message whose batch a holder is answering (the queue's front while the lock is
+        held), or None when nothing runs: whose run `/stop`, `/new` and `/queue` act on, read
+        from the queue itself rather than from anything a client sends. One round trip."""
+        k = self._keys
+        keys = [k.lock(thread_id), k.thread(thread_id, "q"), k.thread(thread_id, "qmsg")]
+        with redis_errors("thread running"):
+            raw = await self._running(keys=keys)
+        return None if raw is None else bytes(raw)
 
     async def _call(
         self, what: str, script: AsyncScript, thread_id: str, args: list[EncodableT]

@@ -67,7 +67,7 @@ from channels.discord.events import (
     BotIdentity,
     command_to_inbound,
     is_for_bot,
-    parse_stop_custom_id,
+    is_stop_custom_id,
     press_to_inbound,
     question_custom_id,
     stop_custom_id,
@@ -127,7 +127,6 @@ _RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubl
 _RESTART_MAX_S = 60.0
 _READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
 _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀", AckKind.STEERED: "✍️"}
-_STOP_REFUSED = "Only the person who asked, or a channel admin, can stop this answer."
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
 _log = structlog.get_logger(__name__)
@@ -153,7 +152,7 @@ def _buttons(chunk: Chunk) -> discord.ui.View | None:
             discord.ui.Button(
                 label="Stop",
                 emoji="⏹️",
-                custom_id=stop_custom_id(chunk.stop_for),
+                custom_id=stop_custom_id(),
                 style=discord.ButtonStyle.danger,
             )
         )
@@ -699,9 +698,8 @@ class DiscordAdapter:
     async def _handle_press(
         self, payload: dict[str, Any], interaction: discord.Interaction
     ) -> None:
-        asker = parse_stop_custom_id(str((payload.get("data") or {}).get("custom_id", "")))
-        if asker is not None:
-            await self._handle_stop(payload, interaction, asker)
+        if is_stop_custom_id(str((payload.get("data") or {}).get("custom_id", ""))):
+            await self._handle_stop(payload, interaction)
             return
         msg = press_to_inbound(payload) or vote_to_inbound(payload)
         if msg is None:
@@ -721,34 +719,25 @@ class DiscordAdapter:
             _log.info("vote.pressed")
         await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
-    async def _handle_stop(
-        self, payload: dict[str, Any], interaction: discord.Interaction, asker: str
-    ) -> None:
-        """The Stop button under a reply being written: the asker's (or a channel admin's)
-        press is their `/stop` there, answered through the press; anyone else is told, only
-        them, that it is not theirs to press."""
+    async def _handle_stop(self, payload: dict[str, Any], interaction: discord.Interaction) -> None:
+        """The Stop button under a reply being written: the presser's `/stop` there, answered
+        through the press. Whose answer it is comes from the manager's state, never from the
+        button (a client sends any custom id it likes): the manager lets the asker or an admin
+        through and tells anyone else, only them, that it is not theirs to stop."""
         msg = stop_to_inbound(payload)
         if msg is None:
             return
         structlog.contextvars.bind_contextvars(
             platform=_PLATFORM, chat_id=msg.chat_id, event_id=msg.provider_message_id
         )
-        member = payload.get("member") or {}
-        granted = discord.Permissions(int(str(member.get("permissions") or 0)))
-        admin = granted.manage_messages or granted.manage_guild or granted.administrator
-        allowed = msg.sender_id == asker or admin
         try:
             with routed_webhooks(self._webhooks):
                 async with translated("acknowledge stop"):
-                    if allowed:
-                        await interaction.response.defer()
-                    else:
-                        await interaction.response.send_message(_STOP_REFUSED, ephemeral=True)
+                    await interaction.response.defer()
         except PlatformError as exc:
             _log.warning("discord.stop_ack_failed", code=exc.code)
-        _log.info("stop.pressed", allowed=allowed)
-        if allowed:
-            await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
+        _log.info("stop.pressed")
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
 
     # -- outbound -----------------------------------------------------------------------------
 

@@ -5,9 +5,10 @@ tested without a socket. The adapter (`channels/discord.py`) supplies what a pay
 its own: whether the channel is a thread the bot owns, and the thread it just created for a mention.
 
 Button custom ids are `q:<question_id>:<option index>` (a question's options) and
-`fb:<up|down>:<run_id>` (the feedback buttons under an answer) and `stop:<asker id>` (the Stop
-button under a reply being written); any process can decode a press from the id alone, so
-presses survive restarts without discord.py's stored views.
+`fb:<up|down>:<run_id>` (the feedback buttons under an answer) and `stop` (the Stop button under
+a reply being written: it names no one, since a client may send any custom id; whose run it
+stops is the manager's to check, from the queue); any process can decode a press from the id
+alone, so presses survive restarts without discord.py's stored views.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ __all__ = [
     "command_to_inbound",
     "is_for_bot",
     "is_our_button",
+    "is_stop_custom_id",
     "mentions_bot",
     "parse_custom_id",
-    "parse_stop_custom_id",
     "parse_vote_custom_id",
     "press_to_inbound",
     "question_custom_id",
@@ -61,7 +62,7 @@ _USER_MESSAGE_TYPES = frozenset({0, 19})  # DEFAULT, REPLY; system messages are 
 _COMPONENT_INTERACTION = 3
 _CUSTOM_ID = re.compile(r"^q:(?P<qid>[^:]{1,90}):(?P<index>\d{1,2})$")
 _VOTE_ID = re.compile(r"^fb:(?P<value>up|down):(?P<run>[^:]{1,90})$")
-_STOP_ID = re.compile(r"^stop:(?P<asker>\d{1,25})$")
+_STOP_ID = re.compile(r"^stop(?::[^:]{1,90})?$")  # `stop:<anything>`: an older build's button
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +360,7 @@ def is_our_button(custom_id: str) -> bool:
     return (
         parse_custom_id(custom_id) is not None
         or parse_vote_custom_id(custom_id) is not None
-        or parse_stop_custom_id(custom_id) is not None
+        or is_stop_custom_id(custom_id)
     )
 
 
@@ -375,20 +376,20 @@ def vote_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     return replace(_from_presser(payload, text="", message_id=message_id), vote=vote)
 
 
-def stop_custom_id(asker_id: str) -> str:
-    return f"stop:{asker_id}"
+def stop_custom_id() -> str:
+    """The Stop button's id: the same for every reply, naming no one (see the module doc)."""
+    return "stop"
 
 
-def parse_stop_custom_id(custom_id: str) -> str | None:
-    """The asker's id for one of our Stop buttons; None for anything else."""
-    match = _STOP_ID.match(custom_id)
-    return None if match is None else match["asker"]
+def is_stop_custom_id(custom_id: str) -> bool:
+    """One of our Stop buttons (an older build's `stop:<id>` too, its id never read)."""
+    return _STOP_ID.match(custom_id) is not None
 
 
 def stop_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
     """A press on the Stop button under a reply being written, as the presser's `/stop` in that
     channel (answered through the press's interaction, like a slash command)."""
-    if parse_stop_custom_id(_component_custom_id(payload) or "") is None:
+    if not is_stop_custom_id(_component_custom_id(payload) or ""):
         return None
     guild_id = str(payload.get("guild_id") or "")
     thread = (payload.get("channel") or {}).get("type") in _THREAD_TYPES
@@ -399,4 +400,9 @@ def stop_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
         application_id=str(payload.get("application_id") or ""),
         token=str(payload.get("token") or ""),
     )
-    return replace(_from_presser(payload, text="/stop", message_id=""), native=native)
+    presser = _from_presser(payload, text="/stop", message_id="")
+    member = payload.get("member") or {}
+    handle = DiscordHandle(  # the presser's permissions, for the manager's asker-or-admin rule
+        channel_id=presser.chat_id, permissions=str(member.get("permissions") or 0)
+    )
+    return replace(presser, native=native, handle=handle)

@@ -24,6 +24,7 @@ from channels.commands import (
     help_text,
     syntax_for,
 )
+from channels.manager.askers import Asker, asker_of, may_act
 from channels.manager.context import MessageContext
 from channels.manager.ports import LockStore, QueueStore, ThreadStore
 from channels.manager.replies import Responder
@@ -40,6 +41,9 @@ _log = structlog.get_logger(__name__)
 
 PRE_ACCESS = frozenset({CommandName.LINK, CommandName.UNLINK, CommandName.HELP})
 """Commands a stranger may use: they are how a chat gets access in the first place."""
+
+_ASKERS_ONLY = frozenset({CommandName.STOP, CommandName.NEW, CommandName.QUEUE})
+"""Commands that act on a running answer: held to the asker-or-admin rule outside a DM."""
 
 _AGENT_SETTINGS = frozenset({"agent", "assistant", "model", "system_prompt"})
 StopLocal = Callable[[str], bool]
@@ -123,6 +127,12 @@ class CommandDesk:
         if misplaced is not None:
             await ctx.adapter.notify(ctx.msg, misplaced, private=True)
             return
+        if command.name in _ASKERS_ONLY and not ctx.msg.is_dm:
+            refused = await self._held(ctx, command)
+            if refused is not None:
+                _log.info("command.refused_not_asker", command=str(command.name))
+                await self._say.refuse(ctx.adapter, ctx.msg, refused)
+                return
         if command.name is CommandName.NEW:
             thread_id = await self._threads.start_new(ctx.conversation)
             text = "Started a new conversation. Earlier messages here are forgotten."
@@ -139,6 +149,26 @@ class CommandDesk:
             word = command.raw.split()[0] if command.raw.split() else command.raw
             text = f"Unknown command {word!r}.\n\n{self._help(ctx)}"
         await self._answer(ctx, command, text)
+
+    async def _held(self, ctx: MessageContext, command: Command) -> str | None:
+        """The asker-or-admin rule for a command acting on someone's run in a shared place: None
+        when the sender may (nobody's run, theirs, or they are an admin), else why not. The
+        asker is the running batch's first sender, else the open question's asker; `/queue`
+        without a mode only shows, so anyone may."""
+        if command.name is CommandName.QUEUE and not command.args.strip():
+            return None
+        thread_id = await self._resolver.thread_for(ctx.msg, ctx.conversation, create=False)
+        if thread_id is None:
+            return None
+        asker = asker_of(await self._queue.running(thread_id))
+        if asker is None and command.name is not CommandName.STOP:
+            question = (await self._queue.state(thread_id)).question
+            if question is not None:
+                asker = Asker(question.asker_id, "the person I asked")
+        if await may_act(ctx.adapter, ctx.msg, asker.sender_id if asker else None):
+            return None
+        assert asker is not None
+        return f"Only {asker.name} or an admin can do that here right now."
 
     def _help(self, ctx: MessageContext) -> str:
         platform = ctx.msg.platform

@@ -9,6 +9,7 @@ import structlog
 
 from agent.result import Question
 from channels.adapter import Adapter, Chunk, QuestionPrompt, SentRef
+from channels.manager.askers import is_asker
 from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks
@@ -43,7 +44,7 @@ class QuestionDesk:
         if question is None or question.question_id != press.question_id:
             await adapter.answer_button(msg, "This question is no longer open.")
             return None
-        if question.asker_id != msg.sender_id:
+        if not is_asker(msg, question.asker_id):
             _log.info("question.press_refused")
             await adapter.answer_button(msg, "Only the person who asked can answer this question.")
             return None

@@ -35,6 +35,7 @@ import structlog
 from channels import metrics
 from channels.adapter import AckKind, Adapter, Chunk
 from channels.bindings import NO_BINDING, BindingResolver, Effective
+from channels.manager.askers import is_asker
 from channels.manager.batches import Batch, pick_batch, recorded_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
@@ -53,7 +54,15 @@ from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.render import render_chunks
 from switchboard.errors import AgentError, StorageError, is_transient
 from switchboard.feedback import AnswerRef
-from switchboard.state import BusyMode, Slot, SlotState, StopRequest, sortable_entry_id
+from switchboard.state import (
+    BusyMode,
+    PendingQuestion,
+    QueuedItem,
+    Slot,
+    SlotState,
+    StopRequest,
+    sortable_entry_id,
+)
 
 if TYPE_CHECKING:
     from channels.usage import UsageDesk
@@ -68,6 +77,10 @@ _FULL_TEXT = (
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
 _MAX_BACKOFF_S = 600.0
+_NOT_THEIRS_TEXT = (
+    "My question here is for the person I asked, so I didn't take this as its answer. "
+    "Please send your message again once they have replied."
+)
 
 
 class TurnScheduler:
@@ -342,6 +355,9 @@ class TurnScheduler:
                 unsent = len(record.pieces) > len(receipts)
                 return await self._out_of_attempts(session, batch, record, say=unsent)
         else:
+            strangers = _not_answers(slot.items, slot.question)
+            if strangers:
+                return await self._not_theirs(session, strangers)
             batch = pick_batch(slot.items, slot.question, max_chars=self._config.max_input_chars)
             session.batch = batch
             if batch.dropped:
@@ -368,6 +384,23 @@ class TurnScheduler:
             )
         session.answered = delivered
         return await self._finish(session, batch, record, delivered)
+
+    async def _not_theirs(
+        self, session: TurnSession, strangers: list[tuple[str, InboundMessage]]
+    ) -> Slot:
+        """Messages typed by someone other than the asker while a question is open: not its
+        answer (a press by them is refused the same way). Each sender is told so (best effort:
+        a courtesy) and the messages leave the queue unanswered; the question stays open."""
+        for _entry, msg in strangers:
+            _log.info("question.typed_answer_refused")
+            try:
+                await self._say.refuse(session.adapter, msg, _NOT_THEIRS_TEXT)
+            except Exception as exc:
+                _log.warning("question.refusal_failed", error=type(exc).__name__)
+        messages = [msg for _entry, msg in strangers]
+        batch = Batch(messages, [entry for entry, _msg in strangers], "", False, 0)
+        session.batch = batch
+        return await self._finish(session, batch, TurnRecord(tuple(batch.entry_ids)), None)
 
     async def _out_of_attempts(
         self, session: TurnSession, batch: Batch, record: TurnRecord, *, say: bool
@@ -550,6 +583,21 @@ class TurnScheduler:
         session.answered = None
         taken: Slot = results[0]  # the queue's `finish` is the first step
         return taken
+
+
+def _not_answers(
+    items: Sequence[QueuedItem], question: PendingQuestion | None
+) -> list[tuple[str, InboundMessage]]:
+    """The queued messages someone other than the asker typed while `question` is open."""
+    if question is None:
+        return []
+    out: list[tuple[str, InboundMessage]] = []
+    for item in items:
+        with contextlib.suppress(CorruptPayload):  # the batch drops those
+            msg = decode_message(item.payload)
+            if msg.button is None and not is_asker(msg, question.asker_id):
+                out.append((item.entry_id, msg))
+    return out
 
 
 def _streaming(bound: Effective) -> bool | None:

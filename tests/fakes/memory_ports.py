@@ -422,6 +422,13 @@ class MemoryQueue:
             _mode(s.get(_busy(t))),
         )
 
+    async def running(self, thread_id: str) -> bytes | None:
+        s, t = self._s, thread_id
+        if not s.exists(_lock(t)) or not s.view(_q(t)):
+            return None
+        payload = s.view(_qmsg(t)).get(min(s.view(_q(t))))
+        return None if payload is None else bytes(payload)
+
     # -- for tests --------------------------------------------------------------------------
 
     def holder(self, thread_id: str) -> str | None:

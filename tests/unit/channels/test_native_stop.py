@@ -3,7 +3,7 @@ conversation it was pressed in, naming who pressed and, for buttons, whose answe
 
 from __future__ import annotations
 
-from channels.discord.events import parse_stop_custom_id, stop_custom_id, stop_to_inbound
+from channels.discord.events import is_stop_custom_id, stop_custom_id, stop_to_inbound
 from channels.slack.blocks import stop_blocks
 from channels.slack.events import BotIdentity, stop_press
 from channels.telegram.stop import stop_to_inbound as telegram_stop
@@ -29,8 +29,10 @@ def test_telegrams_stopped_generation_update_is_stop_in_that_private_chat() -> N
 
 
 def test_a_discord_stop_press_is_the_pressers_stop_in_that_thread() -> None:
-    custom_id = stop_custom_id("1200")
-    assert parse_stop_custom_id(custom_id) == "1200" and parse_stop_custom_id("stop:x") is None
+    custom_id = stop_custom_id()
+    assert custom_id == "stop"  # names no one: a client may send any custom id
+    assert is_stop_custom_id(custom_id) and is_stop_custom_id("stop:1200")  # an older build's
+    assert not is_stop_custom_id("stopx") and not is_stop_custom_id("q:1:0")
     payload = {
         "id": "77",
         "type": 3,
@@ -40,10 +42,11 @@ def test_a_discord_stop_press_is_the_pressers_stop_in_that_thread() -> None:
         "application_id": "A1",
         "token": "tok",
         "data": {"custom_id": custom_id, "component_type": 2},
-        "member": {"user": {"id": "1300", "username": "bob"}, "permissions": "0"},
+        "member": {"user": {"id": "1300", "username": "bob"}, "permissions": "32"},
     }
     msg = stop_to_inbound(payload)
     assert msg is not None and msg.native is not None
+    assert msg.handle is not None and msg.handle.permissions == "32"  # for the admin check
     assert (msg.text, msg.sender_id, msg.chat_id, msg.native.place) == (
         "/stop",
         "1300",
