@@ -3,8 +3,10 @@
 The pieces are sent in order: the reply chunks (settling the streamed message when there is one),
 or the question whole with its buttons, then the files. A piece with a receipt from an earlier
 attempt is not sent again. Every piece but the last is receipted as soon as the platform accepts
-it; the last one's receipt is the batch's `finish`, one step later. So the only piece that can
-reach the chat twice is one the platform accepted in the instant before its receipt was lost.
+it, before the next one is sent (a streamed reply's stream settles only on the messages it
+already shows; its further chunks are pieces like any other); the last one's receipt is the
+batch's `finish`, one step later. So the only piece that can reach the chat twice is one the
+platform accepted in the instant before its receipt was lost.
 
 A piece being sent is not cut off by a lost lock (the request may already be on the wire, and
 cancelling it would only turn a sent piece into one without a receipt); no new piece starts on a
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import structlog
 
 from channels import metrics
-from channels.adapter import Adapter, Chunk, SentRef
+from channels.adapter import Adapter, Chunk, ReplyStream, SentRef
 from channels.manager.context import TurnSession
 from channels.manager.files import send_turn_files
 from channels.manager.hold import LockLost
@@ -83,7 +85,7 @@ class ReplyDelivery:
         start = 0
         stream, session.stream = session.stream, None
         if stream is not None:
-            lead = _leading_chunks(pieces)
+            lead = _settled_by_stream(pieces, stream)
             if lead and not receipts:
                 with session.protected():
                     sent = await stream.finish([p.chunk for p in pieces[:lead] if p.chunk])
@@ -152,6 +154,18 @@ def _rated(pieces: tuple[Piece, ...], run_id: str) -> tuple[Piece, ...]:
     assert chunk is not None
     rated = replace(pieces[i], chunk=replace(chunk, vote_run=run_id))
     return (*pieces[:i], rated, *pieces[i + 1 :])
+
+
+def _settled_by_stream(pieces: tuple[Piece, ...], stream: ReplyStream) -> int:
+    """How many leading reply chunks the stream settles on: those its messages already show
+    (at least the first), edited in place; any further chunk is a new message sent as a piece
+    of its own, receipted before the next goes out. A stream settling on every chunk would
+    send the new ones back to back with no receipt between them, so a worker killed in the
+    middle of them left the whole lot to be sent again. A stream that shows no message yet
+    (a Telegram draft) settles on the first chunk only."""
+    lead = _leading_chunks(pieces)
+    shown = len(getattr(stream, "message_ids", ()))  # messages that exist: edited, not sent
+    return min(lead, max(1, shown))
 
 
 def _leading_chunks(pieces: tuple[Piece, ...]) -> int:

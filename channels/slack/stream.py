@@ -112,6 +112,13 @@ class SlackStream:
             self._edits = self._edit_stream()
         self._throttle: Throttle[str] = Throttle(self._append, interval=APPEND_INTERVAL_S)
 
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        """The messages the reply shows so far: what `finish` edits rather than sends."""
+        if self._edits is not None:
+            return self._edits.message_ids
+        return (self._ts,) if self._ts else ()
+
     async def update(self, text: str) -> None:
         self._partial = Partial(text=text)
         if self._edits is not None:

@@ -60,3 +60,36 @@ async def test_a_worker_killed_mid_turn_leaves_every_message_answered_exactly_on
         ["Done after 30 s.", "queued-tok"],
     ), texts
     assert fake.bot_texts(BOB["id"]) == ["Done after 1 s."]
+
+
+async def test_a_worker_killed_sending_chunk_two_leaves_chunk_one_sent_once(
+    fake: FakeTelegram, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """A long streamed reply in a DM is settled as three messages (a Telegram draft shows none):
+    chunk 1 is accepted, the worker is killed inside chunk 2's sendMessage, and the survivor
+    finishes the reply from the ledger: chunk 1's receipt was durable before chunk 2 went out,
+    so only chunk 2 (whose receipt died with the worker) may be sent twice."""
+    first = Worker(fake, redis_url, prefix, tmp_path / "a")
+    second = Worker(fake, redis_url, prefix, tmp_path / "b")
+    chat = fake.dm(ANN)
+    fake.hold_next("sendMessage", 120, after=1)  # chunk 2 hangs until its caller dies
+    try:
+        await first.start()
+        await second.start()
+        async with first.http() as http:
+            await post_until_taken(http, fake.say(chat, ANN, "long 9000", push=False))
+        await wait_until(lambda: "sendMessage" in fake.held, timeout=60)
+        assert len(fake.calls_to("sendMessage", ok_only=True)) == 1  # chunk 1, accepted
+        await first.kill()
+        await wait_until(lambda: len(fake.calls_to("sendMessage", ok_only=True)) >= 3, timeout=90)
+        await asyncio.sleep(3)  # time for any duplicate to show up
+    finally:
+        await first.stop()
+        await second.stop()
+    texts = [c["text"] for c in fake.calls_to("sendMessage", ok_only=True)]
+    chunks = list(dict.fromkeys(texts))
+    assert len(chunks) == 3, texts
+    assert texts.count(chunks[0]) == 1
+    assert texts.count(chunks[1]) <= 2
+    assert texts.count(chunks[2]) == 1
+    assert "".join(fake.bot_texts(ANN["id"])) == "".join(chunks)
