@@ -7,7 +7,9 @@ variable the operator actually sets.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,6 +170,18 @@ class Settings(BaseSettings):
     )
     """Largest image (width x height, read from its header) decoded for the model; a bigger one
     is only named. Pillow itself refuses about 179 Mpx."""
+    decode_workers: int = Field(2, ge=1, le=32, validation_alias=_env("SWITCHBOARD_DECODE_WORKERS"))
+    """Child processes one worker decodes images and PDFs in (started on the first file)."""
+    decode_memory_mb: int = Field(
+        512, ge=64, le=65_536, validation_alias=_env("SWITCHBOARD_DECODE_MEMORY_MB")
+    )
+    """Memory one worker's concurrent decodes share; an image that alone needs more is refused."""
+    decode_cpu_s: float = Field(8, ge=1, le=600, validation_alias=_env("SWITCHBOARD_DECODE_CPU_S"))
+    """CPU seconds one file may take to read; past it the decode is killed and the model told."""
+    max_audio_seconds: float = Field(
+        600, ge=1, le=86_400, validation_alias=_env("SWITCHBOARD_MAX_AUDIO_SECONDS")
+    )
+    """Longest voice note or audio file sent to be transcribed; a longer one is only named."""
     context_messages: int = Field(
         20, ge=0, le=200, validation_alias=_env("SWITCHBOARD_CONTEXT_MESSAGES")
     )
@@ -264,10 +278,18 @@ class Settings(BaseSettings):
     @field_validator("admin_key")
     @classmethod
     def _admin_key_long(cls, value: SecretStr | None) -> SecretStr | None:
-        """A short key is guessable over HTTP; empty means the admin API is off."""
-        if value is not None and 0 < len(value.get_secret_value()) < ADMIN_KEY_MIN_LENGTH:
+        """A short or repetitive key is guessable over HTTP; empty means the admin API is off.
+        The message never quotes the key."""
+        key = value.get_secret_value() if value is not None else ""
+        if 0 < len(key) < ADMIN_KEY_MIN_LENGTH:
             raise ValueError(
                 f"must be at least {ADMIN_KEY_MIN_LENGTH} characters (e.g. `openssl rand -hex 16`)"
+            )
+        if key and _predictable(key):
+            raise ValueError(
+                f"is too predictable (at least {_ADMIN_KEY_MIN_DISTINCT} different characters, "
+                "none dominating, no repeated pattern): use a random key, e.g. "
+                "`openssl rand -hex 16`"
             )
         return value
 
@@ -476,6 +498,21 @@ _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AGENT_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:\d{1,5})?$")
 _SLACK_COMMAND = re.compile(r"^/[a-z0-9][a-z0-9_-]{0,30}$")
 _COMMAND_PREFIX = re.compile(r"^[!$%&*+,.;=?^~|-]{1,3}$")
+
+
+# Thresholds a random key of the shortest length passes: of a million `openssl rand -hex 12`
+# keys (24 hex digits) one shows only 6 different digits and none scores under 56 bits.
+_ADMIN_KEY_MIN_DISTINCT = 6
+_ADMIN_KEY_MIN_BITS = 56.0
+
+
+def _predictable(key: str) -> bool:
+    """Whether a long enough key is still a guess: few characters (`kkkk…`), one character
+    dominating, or a shorter pattern repeated (`password1234password1234`)."""
+    n = len(key)
+    bits = -n * sum(c / n * math.log2(c / n) for c in Counter(key).values())  # Shannon, whole key
+    repeated = any(key[p:] == key[:-p] for p in range(1, n // 2 + 1))
+    return len(set(key)) < _ADMIN_KEY_MIN_DISTINCT or bits < _ADMIN_KEY_MIN_BITS or repeated
 
 
 def _set(value: SecretStr | None) -> bool:

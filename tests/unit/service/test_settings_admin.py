@@ -3,6 +3,7 @@ variables over HTTP are off by default, and the admin read of settings masks eve
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,33 @@ def test_serve_refuses_a_short_admin_key_with_one_line(
     assert "short-admin-key" not in err[0]
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "k" * 24,
+        "abcdefabcdefabcdefabcdef",
+        "password1234password1234",
+        "aaaaaaaaaaaaaaaaaabcdefgh",
+    ],
+    ids=["one character", "six repeated", "a phrase twice", "one character dominating"],
+)
+def test_a_long_but_predictable_admin_key_stops_start_up_without_echoing_it(key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(_env_file=None, SWITCHBOARD_ADMIN_KEY=key)
+    message = str(caught.value)
+    assert message.startswith("invalid setting SWITCHBOARD_ADMIN_KEY:")
+    assert "too predictable" in message and "openssl rand" in message
+    assert key not in message and key[:8] not in message and "\n" not in message
+
+
+def test_random_keys_of_the_shortest_length_are_accepted() -> None:
+    for _ in range(200):
+        key = secrets.token_hex(12)  # `openssl rand -hex 12`: 24 hex digits
+        assert load_settings(_env_file=None, SWITCHBOARD_ADMIN_KEY=key).admin_key is not None
+
+
 def test_a_24_character_admin_key_is_accepted_and_an_empty_one_means_off() -> None:
-    key = "k" * 24
+    key = "3f9a1c07d2b84e6a95c0d7e1"
     settings = load_settings(_env_file=None, SWITCHBOARD_ADMIN_KEY=key)
     assert settings.admin_key is not None and settings.admin_key.get_secret_value() == key
     assert load_settings(_env_file=None, SWITCHBOARD_ADMIN_KEY="").admin_key is not None
