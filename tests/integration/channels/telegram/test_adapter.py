@@ -267,6 +267,24 @@ async def test_button_clarification_refuses_a_stranger_and_resumes_for_the_asker
     assert "text" not in fake.calls_to("answerCallbackQuery")[-1]
 
 
+async def test_a_typed_answer_by_someone_else_in_a_group_leaves_the_question_to_its_asker(
+    fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
+) -> None:
+    manager, _ = stack
+    group = fake.group(GROUP_ID)
+    fake.say(group, ANN, mention(fake, "choose"))
+    await replies(fake, manager, GROUP_ID, 1)
+    question = fake.bot_messages(GROUP_ID)[-1]
+    fake.say(group, BOB, "2", reply_to=question)  # the same reply chain, not Ann's answer
+    texts = await replies(fake, manager, GROUP_ID, 2)
+    assert "for the person I asked" in texts[-1]
+    assert "reply_markup" in fake.messages[(GROUP_ID, question["message_id"])]  # still open
+    fake.say(group, ANN, "2", reply_to=question)
+    texts = await replies(fake, manager, GROUP_ID, 3)
+    assert texts[-1] == "You chose: beta."
+    assert not any("You chose" in t for t in texts[:-1])
+
+
 async def test_typed_answer_resolves_the_question_and_edits_away_its_buttons(
     fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
 ) -> None:
