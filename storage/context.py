@@ -4,9 +4,10 @@ last read from the platform, and the recent messages observed in group chats.
 - `sb:{<thread>}:ctx:mark`: `ContextMark.encode()` (`<previous>|<at>`), kept as long as the
   thread mapping (refreshed on every write), so a catch-up knows where the bot left off.
 - `sb:{<thread>}:ctx:cache`: a JSON list of `ContextMessage.as_dict()`, the context read from
-  the platform for this thread, for `CONTEXT_CACHE_TTL_S`: a burst of mentions in one thread (or
-  a retried turn) reads the platform once, which matters where history calls are limited to
-  about one a minute (Slack, for apps outside its Marketplace).
+  the platform for the mark's turn (written with the mark, so it covers what came before
+  `mark.at`), for `CONTEXT_CACHE_TTL_S`: a retried turn reads the platform once, which matters
+  where history calls are limited to about one a minute (Slack, for apps outside its
+  Marketplace); a later turn reads only what is newer than the mark and merges it in.
 - `sb:observed:{<platform>:<place>}`: a zset of one group chat's (or forum topic's) recent
   messages, score = message id, member = the message's JSON; trimmed to the newest `keep` and
   expiring `OBSERVED_TTL_S` after the last one, so an idle chat leaves nothing behind.
@@ -51,7 +52,7 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 return 1
 """
 
-CONTEXT_CACHE_TTL_S = 600  # a burst of mentions in one thread reads the platform once
+CONTEXT_CACHE_TTL_S = 600  # a retried turn reads the platform once
 OBSERVED_TTL_S = 48 * 3600  # yesterday's discussion still counts; an idle group's record goes
 
 

@@ -5,8 +5,10 @@ Sources, merged per turn:
 - the message a reply points at, as the event carried it (`InboundMessage.quoted`: Telegram's
   `reply_to_message`, `quote` and `external_reply`, Discord's referenced message), free;
 - the adapter's `ReadsHistory` (a Slack thread or channel, a Discord thread, channel or reply
-  chain), read once per thread and cached in Redis for `CONTEXT_CACHE_TTL_S`, so a burst of
-  mentions, or a retried turn, reads the platform once;
+  chain), cached in Redis for `CONTEXT_CACHE_TTL_S` with the thread's mark: the cache holds what
+  was read for the mark's turn, so a retried turn reads the platform once; a later turn asks
+  the platform only for what is newer than the mark (Slack `oldest`, Discord newer than it) and
+  merges it into the cache, since messages that did not address the bot never reach it;
 - in Telegram groups, the messages the bot observed (`ObserveGate` records them; Telegram has
   no history API), newest `SWITCHBOARD_TELEGRAM_OBSERVE` per chat or topic.
 
@@ -225,10 +227,12 @@ class ConversationHistory:
         after = state.mark.since(trigger) if state.mark is not None else None
         fetched: Sequence[ContextMessage] | None = ()
         cache: Sequence[ContextMessage] | None = None
+        covered = state.cached is not None and state.mark is not None and state.mark.at == trigger
         if reads:
             assert isinstance(adapter, ReadsHistory)
-            fetched = await self._fetched(adapter, state, last, after)
-            cache = fetched if state.cached is None else None
+            fetched = await self._fetched(adapter, state, last, after, covered=covered)
+            if fetched is not None and not covered:
+                fetched = cache = _merged(state.cached or (), fetched, self._max_messages)
         chosen = self._choose([*quoted, *(fetched or ()), *state.observed], trigger, after, exclude)
         mark = ContextMark(at=trigger, previous=after)
         writes: list[Awaitable[None]] = []
@@ -244,7 +248,7 @@ class ConversationHistory:
             "context.gathered",
             shown=len(chosen),
             catch_up=after is not None,
-            cached=reads and state.cached is not None,
+            cached=reads and covered,
         )
         return chosen
 
@@ -265,11 +269,19 @@ class ConversationHistory:
         )
 
     async def _fetched(
-        self, adapter: ReadsHistory, state: ContextState, last: InboundMessage, after: str | None
+        self,
+        adapter: ReadsHistory,
+        state: ContextState,
+        last: InboundMessage,
+        after: str | None,
+        *,
+        covered: bool,
     ) -> Sequence[ContextMessage] | None:
-        """The platform's messages: cached for this thread, else read now (None: it failed)."""
+        """The platform's messages: the cache when it was read for this very turn (a retry),
+        else read now, newer than `after` (None: it failed)."""
         platform = str(last.platform)
-        if state.cached is not None:
+        if covered:
+            assert state.cached is not None
             metrics.CONTEXT_READS.labels(platform=platform, result="cached").inc()
             return state.cached
         request = HistoryRequest(msg=last, after=after, limit=self._max_messages)
@@ -313,6 +325,21 @@ class ConversationHistory:
                 if not m.observed and m.button is None
             )
         )
+
+
+def _merged(
+    held: Sequence[ContextMessage], found: Sequence[ContextMessage], keep: int
+) -> tuple[ContextMessage, ...]:
+    """The cache after a read: what it held (less the messages an earlier reply pointed at,
+    which belonged to that turn) with what was just read, one per id, the newest `keep` of the
+    thread plus the ones this turn's reply points at."""
+    fresh = {m.message_id for m in found}
+    kept = [m for m in held if not m.replied_to and m.message_id not in fresh]
+    plain = sorted(
+        [*kept, *(m for m in found if not m.replied_to)],
+        key=lambda m: message_order(m.message_id),
+    )
+    return (*(m for m in found if m.replied_to), *plain[-keep:])
 
 
 class ObserveGate:

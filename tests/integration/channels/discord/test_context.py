@@ -127,6 +127,23 @@ async def test_catch_up_in_the_bots_thread_shows_what_others_posted_since(
     ]
 
 
+async def test_mentioned_again_within_the_cache_ttl_the_model_sees_what_others_posted_since(
+    stack: Stack,
+) -> None:
+    fake = stack.fake
+    sent = await stack.mention("track the incident")
+    await stack.answered(1)
+    await fake.user_message("ALERT: error rate 12%", channel_id=sent["id"], author=fake.other_bot)
+    await fake.user_message("ALERT: error rate 30%", channel_id=sent["id"], author=fake.other_bot)
+    await fake.user_message("how bad is it now?", channel_id=sent["id"])
+    await stack.answered(2)
+
+    assert context_lines(stack.model) == [
+        "Otherbot: ALERT: error rate 12%",
+        "Otherbot: ALERT: error rate 30%",
+    ]
+
+
 async def test_without_read_history_permission_the_turn_is_answered_without_context(
     stack: Stack,
 ) -> None:

@@ -208,15 +208,39 @@ async def test_catch_up_shows_what_was_said_since_the_bot_last_spoke(
     assert second.params["oldest"]  # read from where the bot left off, not from the top
 
 
-async def test_three_quick_mentions_in_one_thread_read_it_once(make_stack: StackFactory) -> None:
+async def test_mentioned_again_within_the_cache_ttl_the_model_sees_what_was_said_since(
+    make_stack: StackFactory,
+) -> None:
     s = await make_stack()
     root = discussion(s.fake)
-    for text in ("first?", "second?", "third?"):
+    first = new_ts()
+    await s.say(mention("what did we decide?", ts=first, thread_ts=root))
+    await s.answered(1)
+    s.fake.add_message("C1", "U2", "QA signed off.", ts=new_ts(), thread_ts=root)
+    s.fake.add_message("C1", "U1", "Great, Monday it is.", ts=new_ts(), thread_ts=root)
+    await s.say(mention("anything new?", ts=new_ts(), thread_ts=root))
+    await s.answered(2)
+
+    assert s.context() == ["Bob: QA signed off.", "Alice: Great, Monday it is."]
+    reads = s.fake.calls_to("conversations.replies")
+    assert len(reads) == 2 and reads[-1].params["oldest"] == first  # only what is newer
+
+
+async def test_three_quick_mentions_in_one_thread_read_the_top_once(
+    make_stack: StackFactory,
+) -> None:
+    s = await make_stack()
+    root = discussion(s.fake)
+    first = new_ts()
+    await s.say(mention("first?", ts=first, thread_ts=root))
+    for text in ("second?", "third?"):
         await s.say(mention(text, ts=new_ts(), thread_ts=root))
     await s.answered(2)
     await wait_until(lambda: len(s.model.requests) >= 2)
-    assert len(s.fake.calls_to("conversations.replies")) == 1
     assert s.context(0)[0] == "Alice: Should we ship the release on Friday?"
+    reads = s.fake.calls_to("conversations.replies")
+    assert "oldest" not in reads[0].params
+    assert all(r.params["oldest"] == first for r in reads[1:])  # later ones: only what is new
 
 
 @pytest.mark.parametrize(

@@ -165,10 +165,12 @@ class Reader(RecordingAdapter):
         if self.fault is not None:
             fault, self.fault = self.fault, None
             raise fault
+        since = message_order(request.after) if request.after is not None else None
         return [
             m
             for m in self.history
             if message_order(m.message_id) < message_order(request.msg.provider_message_id)
+            and (since is None or message_order(m.message_id) > since)
         ]
 
 
@@ -219,15 +221,19 @@ async def test_an_answer_to_a_question_gets_no_context() -> None:
     assert store.calls == [] and reader.requests == []
 
 
-async def test_first_contact_reads_once_then_a_burst_is_served_from_the_cache() -> None:
+async def test_a_cached_thread_still_asks_the_platform_for_what_came_after_the_mark() -> None:
     store, reader = MemoryContext(), Reader(history=[said(2), said(3), said(4)])
     history = desk(store)
     assert ids(await history.gather(reader, "t1", Batch([message(5)]))) == ["2", "3", "4"]
     assert store.marks["t1"] == ContextMark(at="5") and ids(store.caches["t1"]) == ["2", "3", "4"]
     reader.history.append(said(6, "said in between"))
     shown = await history.gather(reader, "t1", Batch([message(7), message(8)]))
-    assert shown == () and len(reader.requests) == 1  # cached: Slack is not asked again
+    assert ids(shown) == ["6"]  # not addressed to the bot, so only the platform knows it
+    assert [r.after for r in reader.requests] == [None, "5"]  # only what is newer than held
     assert store.marks["t1"] == ContextMark(at="8", previous="5")
+    assert ids(store.caches["t1"]) == ["2", "3", "4", "6"]  # merged into what was held
+    assert await history.gather(reader, "t1", Batch([message(7), message(8)])) == shown
+    assert len(reader.requests) == 2  # the retried batch is served from the cache
 
 
 async def test_catch_up_asks_the_platform_from_the_mark() -> None:
