@@ -18,8 +18,12 @@ The admin API shows the config through `switchboard.masking.mask` (the one maski
 every admin read). `merge_config` applies a PUT: servers merge key by key, `null` removes a server
 or a key, and a value sent back exactly as it was shown (`***`, or a URL or argument with `***`
 in it) keeps the stored value it stands for, but only while the server's target (its `url`, or
-its `command`, `args` and `cwd`) is unchanged: a secret is never carried to a new host or
-program, neither through `***` nor by leaving it out of the PUT.
+its `command`, `args`, `cwd` and `env`) is unchanged: a secret is never carried to a new host or
+program, neither through `***` nor by leaving it out of the PUT. A stdio server's `env` counts as
+its target because it can point the program elsewhere (`UPSTREAM_URL`, `HTTP_PROXY`,
+`DOCKER_HOST`): any variable changed, added or removed means every stored secret of that server
+must be sent again. A URL server's `headers` are not: they travel to its `url`, which decides
+where they go.
 
 `merge_http_update` adds the rules for a config that arrives over HTTP rather than from the file
 (issue 35): it may reference only the variables in `SWITCHBOARD_MCP_ALLOWED_VARS` (a reference
@@ -184,7 +188,8 @@ def merge_config(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> dict
             if isinstance(server, Mapping) and isinstance(old, Mapping):
                 new = merged.get("mcpServers", {}).get(name)
                 if isinstance(new, Mapping) and _target(new) != _target(old):
-                    _refuse_carried_secrets(name, old, server)
+                    moved = any(new.get(f) != old.get(f) for f in _TARGET)
+                    _refuse_carried_secrets(name, old, server, "url/command" if moved else "env")
     return validate_config(merged)
 
 
@@ -208,38 +213,42 @@ def merge_http_update(
         old = old_servers.get(name)
         return old if isinstance(old, Mapping) else None
 
+    preview = _merge(copy.deepcopy(dict(stored)), incoming, path="").get("mcpServers") or {}
     if not allow_commands:  # first: "needs the setting" says more than any other refusal
-        preview = _merge(copy.deepcopy(dict(stored)), incoming, path="").get("mcpServers") or {}
         for name, _server in changes:
             if isinstance(preview.get(name), Mapping):
                 _refuse_new_command(name, before(name), preview[name])
-    merged = merge_config(stored, incoming)
-    for name, server in changes:
-        old = before(name)
-        same_target = old is not None and _target(old) == _target(merged["mcpServers"][name])
+    for name, server in changes:  # then a variable it may not use, before "send it again"
+        old, new = before(name), preview.get(name)
+        same_target = old is not None and isinstance(new, Mapping) and _target(old) == _target(new)
         _refuse_new_variables(
             server, old if same_target else None, allowed_vars, where=f"server {name!r}"
         )
     rest = {k: v for k, v in incoming.items() if k != "mcpServers"}
     _refuse_new_variables(rest, stored, allowed_vars, where="the config")
-    return merged
+    return merge_config(stored, incoming)
 
 
 def _target(server: Mapping[str, Any]) -> list[Any]:
-    return [server.get(field) for field in _TARGET]
+    """Where a server's secrets go: its url, or its program and that program's environment."""
+    target = [server.get(field) for field in _TARGET]
+    return [*target, server.get("env") or {}] if server.get("command") else target
 
 
-def _refuse_carried_secrets(name: str, old: Mapping[str, Any], sent: Mapping[str, Any]) -> None:
-    """A server whose target changed keeps no stored secret it was not sent again."""
+def _refuse_carried_secrets(
+    name: str, old: Mapping[str, Any], sent: Mapping[str, Any], changed: str
+) -> None:
+    """A server whose target (`changed`: what of it) changed keeps no stored secret it was not
+    sent again."""
     if _contains_mask(sent):
         raise UpdateRefused(
-            f"server {name!r}: its url/command changed, so '***' cannot stand for a stored "
+            f"server {name!r}: its {changed} changed, so '***' cannot stand for a stored "
             "secret; send the value itself"
         )
     kept = _kept_secrets(old, sent, hidden=False, path="")
     if kept:
         raise UpdateRefused(
-            f"server {name!r}: its url/command changed, and stored secrets are not carried to a "
+            f"server {name!r}: its {changed} changed, and stored secrets are not carried to a "
             f"new target: send {', '.join(kept)} again, or null to drop"
         )
 

@@ -5,7 +5,7 @@ Registered by `service/http.py` behind the same admin key as `/api/admin/config`
 | method | path              | does                                                            |
 |--------|-------------------|-----------------------------------------------------------------|
 | GET    | `/api/admin/mcp`  | the config with every secret-looking value `***`, and each server's tools or skip reason |
-| PUT    | `/api/admin/mcp`  | merge a partial config (`{"mcpServers": {name: {...} or null}}`); a `***` sent back keeps the stored secret while the server's url/command is unchanged; saved to `SWITCHBOARD_MCP_CONFIG` and the built-in agent's tools reloaded in this process |
+| PUT    | `/api/admin/mcp`  | merge a partial config (`{"mcpServers": {name: {...} or null}}`); a `***` sent back keeps the stored secret while the server's url, command and (stdio) env are unchanged; saved to `SWITCHBOARD_MCP_CONFIG` and the built-in agent's tools reloaded in this process |
 
 A PUT is a config received over HTTP, so `merge_http_update`'s limits apply: only the variables
 in `SWITCHBOARD_MCP_ALLOWED_VARS` may be referenced (422 naming the variable otherwise), and a

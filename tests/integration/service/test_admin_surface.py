@@ -147,6 +147,46 @@ async def test_a_mask_sent_back_with_a_new_url_does_not_keep_the_stored_authoriz
     assert admin.stored() == stored_config()
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"UPSTREAM_URL": "https://collector.evil.test"},
+        {"HTTP_PROXY": "http://proxy.evil.test:3128"},
+        {"DOCKER_HOST": "tcp://docker.evil.test:2375"},
+        {"FILES_TOKEN": None},
+    ],
+    ids=["UPSTREAM_URL", "HTTP_PROXY", "DOCKER_HOST", "a variable removed"],
+)
+async def test_an_env_change_with_the_secret_left_masked_does_not_keep_the_stored_secret(
+    admin: Admin, env: dict[str, object]
+) -> None:
+    for sent in ({**env, "DB": "***"}, env):  # the secret masked beside the change, or left out
+        refused = await admin.http.put(
+            "/api/admin/mcp", headers=AUTH, json={"mcpServers": {"files": {"env": sent}}}
+        )
+        assert refused.status_code == 422, refused.text
+        assert "its env changed" in refused.json()["error"]
+        assert STORED_SECRET not in refused.text
+    assert "env.DB" in refused.json()["error"] and "args" in refused.json()["error"]
+    assert admin.stored() == stored_config()
+
+
+async def test_an_env_change_is_saved_once_the_servers_secrets_are_sent_again(
+    admin: Admin,
+) -> None:
+    server = {
+        "args": ["server.py", "--api-key", STORED_SECRET, "--verbose"],  # args may not change
+        "env": {"UPSTREAM_URL": "https://mcp.example.net", "FILES_TOKEN": None, "DB": "sqlite://"},
+    }
+    put = await admin.http.put(
+        "/api/admin/mcp", headers=AUTH, json={"mcpServers": {"files": server}}
+    )
+    assert put.status_code == 200, put.text
+    files = admin.stored()["mcpServers"]["files"]  # type: ignore[index]
+    assert files["env"] == {"UPSTREAM_URL": "https://mcp.example.net", "DB": "sqlite://"}
+    assert files["args"] == stored_config()["mcpServers"]["files"]["args"]  # type: ignore[index]
+
+
 async def test_the_masked_config_sent_back_as_it_was_shown_changes_nothing(admin: Admin) -> None:
     shown = (await admin.http.get("/api/admin/mcp", headers=AUTH)).json()["config"]
     put = await admin.http.put("/api/admin/mcp", headers=AUTH, json=shown)
@@ -166,10 +206,16 @@ async def test_a_stdio_command_over_http_is_forbidden_while_commands_are_off(
     preload = {"mcpServers": {"files": {"env": {"LD_PRELOAD": "/tmp/x.so"}}}}
     assert (await admin.http.put("/api/admin/mcp", headers=AUTH, json=preload)).status_code == 403
     assert admin.stored() == stored_config()
-    # What stays allowed: enabling a server from the file, editing its env, adding a URL server.
+    # What stays allowed: enabling a server from the file, editing its env (sending its secrets
+    # again, as an env change is a target change), adding a URL server.
+    resent = {
+        "enabled": True,
+        "args": ["server.py", "--api-key", STORED_SECRET, "--verbose"],
+        "env": {"EXTRA": "1", "FILES_TOKEN": None, "DB": "postgres://u:rotated@db/x"},
+    }
     allowed = {
         "mcpServers": {
-            "files": {"enabled": True, "env": {"EXTRA": "1"}},
+            "files": resent,
             "web": {"url": "https://mcp.example.org/mcp"},
         }
     }

@@ -117,6 +117,43 @@ def test_a_mask_sent_with_a_changed_command_does_not_keep_the_stored_env() -> No
         merge_config(CONFIG, {"mcpServers": {"vault": changed}})
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"UPSTREAM_URL": "https://collector.evil.test"},
+        {"HTTP_PROXY": "http://proxy.evil.test:3128"},
+        {"DOCKER_HOST": "tcp://docker.evil.test:2375"},
+        {"TOKEN": None},
+        {"PLAIN": "replaced"},
+    ],
+    ids=["added UPSTREAM_URL", "added HTTP_PROXY", "added DOCKER_HOST", "removed", "changed"],
+)
+def test_an_env_change_is_a_target_change_so_stored_secrets_must_be_sent_again(
+    env: dict[str, object],
+) -> None:
+    if "PLAIN" not in env:  # the stored secret left masked beside the change
+        masked = {"mcpServers": {"vault": {"env": {**env, "PLAIN": MASK}}}}
+        with pytest.raises(UpdateRefused, match="its env changed, so '\\*\\*\\*' cannot stand"):
+            merge_config(CONFIG, masked)
+    with pytest.raises(UpdateRefused, match="its env changed") as caught:
+        merge_config(CONFIG, {"mcpServers": {"vault": {"env": env}}})
+    assert "args" in str(caught.value)
+    for secret in SECRETS:
+        assert secret not in str(caught.value)
+
+
+def test_an_env_change_with_the_servers_secrets_sent_again_is_accepted() -> None:
+    sent = {
+        "args": ["server.py", "--api-key=new-arg-secret", "--verbose"],
+        "env": {"UPSTREAM_URL": "https://other.example.net", "PLAIN": "new-env", "TOKEN": None},
+    }
+    merged = merge_config(CONFIG, {"mcpServers": {"vault": sent}})
+    assert merged["mcpServers"]["vault"]["env"] == {
+        "UPSTREAM_URL": "https://other.example.net",
+        "PLAIN": "new-env",
+    }
+
+
 def test_a_url_shown_masked_and_sent_back_keeps_its_credentials() -> None:
     shown = mask(CONFIG)["mcpServers"]["search"]["url"]
     merged = merge_config(CONFIG, {"mcpServers": {"search": {"url": shown}}})
@@ -130,10 +167,9 @@ def test_a_masked_url_pointing_at_another_host_is_refused() -> None:
 
 
 def test_a_put_merges_deletes_with_null_and_replaces_what_it_sends() -> None:
-    merged = merge_config(
-        CONFIG,
-        {"mcpServers": {"search": None, "vault": {"env": {"PLAIN": "changed", "TOKEN": None}}}},
-    )
+    args = CONFIG["mcpServers"]["vault"]["args"]  # an env change sends the args' secret again
+    vault = {"args": args, "env": {"PLAIN": "changed", "TOKEN": None}}
+    merged = merge_config(CONFIG, {"mcpServers": {"search": None, "vault": vault}})
     assert set(merged["mcpServers"]) == {"vault"}
     assert merged["mcpServers"]["vault"]["env"] == {"PLAIN": "changed"}
     assert merged["mcpServers"]["vault"]["command"] == "python"
@@ -254,9 +290,14 @@ def test_with_commands_allowed_a_new_stdio_server_is_accepted() -> None:
 
 
 def test_enabling_a_server_and_editing_its_env_or_headers_needs_no_command_permission() -> None:
+    args = CONFIG["mcpServers"]["vault"]["args"]  # an env change sends the args' secret again
     body = {
         "mcpServers": {
-            "vault": {"enabled": False, "env": {"PLAIN": "rotated", "EXTRA": "1"}},
+            "vault": {
+                "enabled": False,
+                "args": args,
+                "env": {"PLAIN": "rotated", "EXTRA": "1", "TOKEN": None},
+            },
             "search": {"headers": {"X-Team": "other"}},
             "web": {"url": "https://mcp.example.org/mcp"},
         }
