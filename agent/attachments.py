@@ -16,11 +16,16 @@ a PDF and an executable called `notes.txt` is only named. Then:
 The user's own words come first, as the first text block; `split_content` undoes the layout (the
 demo model and the lean-checkpoint rewrite use it).
 
-Images are the one input whose cost is not bounded by its size: a 600 KB PNG can claim 13,000 x
-13,000 pixels and take gigabytes to decode. So the header is read first and anything over
-`max_image_pixels` is refused undecoded; a JPEG is decoded at the smallest scale libjpeg offers
-that still covers the target (`Image.draft`), other formats are reduced by whole factors before
-resampling (`thumbnail`'s `reducing_gap`). Names in notes are the user's (or a platform's) text:
+Images and PDFs are the inputs whose cost is not bounded by their size: a 600 KB PNG can claim
+13,000 x 13,000 pixels and take gigabytes to decode, a small progressive JPEG or PDF can take
+minutes of CPU. So the header is read first and anything over `max_image_pixels` is refused
+undecoded; a JPEG is decoded at the smallest scale libjpeg offers that still covers the target
+(`Image.draft`), other formats are reduced by whole factors before resampling (`thumbnail`'s
+`reducing_gap`); the rest of the bounds are `agent.decoding`'s. The service reads files with
+`read_human_content` / `read_text_only`, which decode in the worker's pool of child processes
+(`agent.decode_pool`: bounded in CPU and memory per worker, killed when the turn is cancelled);
+a file too costly to read gets a note saying so, and the turn is answered. `content_blocks` and
+`human_content` decode in the calling process, for callers that bound the work themselves. Names in notes are the user's (or a platform's) text:
 `note_name` keeps them on one line, without brackets or control characters, so a file name
 cannot close a note and write text the model would take for ours.
 
@@ -42,9 +47,9 @@ are reduced to a safe base name (`safe_file_name`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-import io
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -56,6 +61,15 @@ import structlog
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from agent.decode_pool import DecodePool, shared
+from agent.decoding import (
+    MAX_IMAGE_PIXELS,
+    MAX_IMAGE_SIDE,
+    cap_text,
+    image_blocks,
+    pdf_block,
+    text_block,
+)
 from agent.result import FileData
 from agent.sandbox import FileRefused, read_inside
 
@@ -77,6 +91,9 @@ __all__ = [
     "lean_messages",
     "load_turn_files",
     "note_name",
+    "read_content_blocks",
+    "read_human_content",
+    "read_text_only",
     "safe_file_name",
     "sniff",
     "split_content",
@@ -85,10 +102,6 @@ __all__ = [
     "turn_files",
 ]
 
-MAX_IMAGE_SIDE = 1568  # what vision models resize to anyway; more only costs tokens
-# Decoding costs up to 4 bytes a pixel (twice that while an RGBA image is resampled): 40 Mpx is
-# any real camera's photo, and at most ~300 MB for a moment, not the gigabytes of a crafted one.
-MAX_IMAGE_PIXELS = 40_000_000
 MAX_SEND_FILE_BYTES = 50 * 1024 * 1024  # the largest any platform takes from a bot (Telegram)
 _MAX_NAME_CHARS = 120  # a name in a note; longer ones are cut in the middle
 MAX_FILE_CHARS = 20_000  # one file's text; a book would cost more than it helps
@@ -133,20 +146,45 @@ def content_blocks(
     max_chars: int = MAX_FILE_CHARS,
     max_image_pixels: int = MAX_IMAGE_PIXELS,
 ) -> list[dict[str, Any]]:
-    """One file as content blocks (see the module table); never raises for bad bytes. The type
-    shown is the sniffed one: the platform's claim (`file.mime`) is never repeated to the model."""
+    """One file as content blocks (see the module table), images and PDFs decoded in this
+    process; never raises for bad bytes. The type shown is the sniffed one: the platform's claim
+    (`file.mime`) is never repeated to the model."""
     name = note_name(file.name)
-    if file.transcript is not None:
-        return [_text(f"[audio: {name}, transcribed]\n{_cap(file.transcript, max_chars)}")]
-    mime = sniff(file.data)
+    mime = sniff(file.data) if file.transcript is None else ""
     if mime in _IMAGE_MIMES:
-        return _image_blocks(name, file.data, max_image_pixels)
+        return image_blocks(name, file.data, max_image_pixels)
     if mime == "application/pdf":
-        return [_pdf_block(name, file.data, max_chars)]
+        return [pdf_block(name, file.data, max_chars)]
+    return [_cheap_block(name, mime, file, max_chars)]
+
+
+async def read_content_blocks(
+    file: FileData,
+    *,
+    max_chars: int = MAX_FILE_CHARS,
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
+    pool: DecodePool | None = None,
+) -> list[dict[str, Any]]:
+    """`content_blocks`, with images and PDFs decoded in the decode pool (`pool`, else this
+    event loop's shared one): bounded per worker, abandoned when the awaiting task is."""
+    name = note_name(file.name)
+    mime = sniff(file.data) if file.transcript is None else ""
+    if mime in _IMAGE_MIMES:
+        return await (pool or shared()).image(name, file.data, max_pixels=max_image_pixels)
+    if mime == "application/pdf":
+        return await (pool or shared()).pdf(name, file.data, max_chars=max_chars)
+    return [_cheap_block(name, mime, file, max_chars)]
+
+
+def _cheap_block(name: str, mime: str, file: FileData, max_chars: int) -> dict[str, Any]:
+    """A transcript, a text file or a file only named: work bounded by the file's size."""
+    if file.transcript is not None:
+        return _text(f"[audio: {name}, transcribed]\n{_cap(file.transcript, max_chars)}")
     if mime == "text/plain":
         text = file.data.decode("utf-8", errors="replace")
-        return [_text(f"[file: {name} ({mime})]\n{_cap(text, max_chars)}")]
-    return [_text(f"[file: {name} ({mime}, {len(file.data):,} bytes): not readable by me]")]
+        return _text(f"[file: {name} ({mime})]\n{_cap(text, max_chars)}")
+    why = file.note or "not readable by me"
+    return _text(f"[file: {name} ({mime}, {len(file.data):,} bytes): {why}]")
 
 
 def human_content(
@@ -169,6 +207,42 @@ def text_only(
     content = human_content(text, files, max_image_pixels=max_image_pixels)
     if isinstance(content, str):
         return content
+    return _texts(content)
+
+
+async def read_human_content(
+    text: str,
+    files: Sequence[FileData],
+    *,
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
+    pool: DecodePool | None = None,
+) -> str | list[str | dict[str, Any]]:
+    """`human_content` through the decode pool (`read_content_blocks`), the files concurrently
+    (the pool bounds how many decode at once); cancelling it stops every decode."""
+    if not files:
+        return text
+    blocks: list[str | dict[str, Any]] = [_text(text)] if text.strip() else []
+    read = await asyncio.gather(
+        *(read_content_blocks(f, max_image_pixels=max_image_pixels, pool=pool) for f in files)
+    )
+    for file_blocks in read:
+        blocks.extend(file_blocks)
+    return blocks
+
+
+async def read_text_only(
+    text: str,
+    files: Sequence[FileData],
+    *,
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
+    pool: DecodePool | None = None,
+) -> str:
+    """`text_only` through the decode pool."""
+    content = await read_human_content(text, files, max_image_pixels=max_image_pixels, pool=pool)
+    return content if isinstance(content, str) else _texts(content)
+
+
+def _texts(content: Sequence[str | dict[str, Any]]) -> str:
     parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
     return "\n\n".join(parts)
 
@@ -371,85 +445,9 @@ def _is_control(char: str) -> bool:
     return category[0] == "C" or category in ("Zl", "Zp")
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[… cut: {len(text) - limit:,} more characters]"
+_text = text_block
+_cap = cap_text
 
 
 def _is_image_note(block: Any) -> bool:
     return isinstance(block, dict) and bool(_IMAGE_NOTE.match(str(block.get("text") or "")))
-
-
-def _image_blocks(name: str, data: bytes, max_pixels: int) -> list[dict[str, Any]]:
-    from PIL import Image, UnidentifiedImageError  # Pillow loads lazily: most turns have none
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:  # reads the header only
-            width, height = image.size
-            if width * height > max_pixels:
-                _log.info("attachment.image_refused", width=width, height=height, limit=max_pixels)
-                return [_refused_image(name, max_pixels, f"{width}x{height}")]
-            fmt = "PNG" if image.mode in ("RGBA", "LA", "P") else "JPEG"
-            if max(width, height) > MAX_IMAGE_SIDE or image.format not in ("PNG", "JPEG"):
-                # JPEG: libjpeg decodes at 1/2, 1/4 or 1/8 scale, never below the target.
-                image.draft(None, _fit(width, height, MAX_IMAGE_SIDE))
-                # Others: decoded whole, then reduced by whole factors before resampling.
-                image.thumbnail((MAX_IMAGE_SIDE, MAX_IMAGE_SIDE), reducing_gap=2.0)
-                converted = image.convert("RGBA" if fmt == "PNG" else "RGB")
-                out = io.BytesIO()
-                converted.save(out, format=fmt, quality=85)
-                data = out.getvalue()
-                width, height = converted.size
-            else:
-                fmt = image.format
-    except Image.DecompressionBombError:  # Pillow's own guard, past any limit we allow
-        return [_refused_image(name, max_pixels)]
-    except (UnidentifiedImageError, OSError, ValueError):
-        return [_text(f"[file: {name} (image): could not be decoded]")]
-    mime = "image/png" if fmt == "PNG" else "image/jpeg"
-    return [
-        _text(f"[image: {name}, {width}x{height}]"),
-        {"type": "image", "base64": base64.b64encode(data).decode("ascii"), "mime_type": mime},
-    ]
-
-
-def _refused_image(name: str, max_pixels: int, size: str = "") -> dict[str, Any]:
-    kind = f"image, {size}" if size else "image"
-    return _text(
-        f"[file: {name} ({kind}): too large to look at (over {max_pixels:,} pixels); "
-        "ask for a smaller copy]"
-    )
-
-
-def _fit(width: int, height: int, side: int) -> tuple[int, int]:
-    """(width, height) scaled so the long side is at most `side`, aspect kept."""
-    scale = min(1.0, side / max(width, height, 1))
-    return max(1, round(width * scale)), max(1, round(height * scale))
-
-
-def _pdf_block(name: str, data: bytes, max_chars: int) -> dict[str, Any]:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = len(reader.pages)
-        parts: list[str] = []
-        size = 0
-        for page in reader.pages:
-            part = page.extract_text() or ""
-            parts.append(part)
-            size += len(part)
-            if size > max_chars:
-                break
-        text = "\n".join(p.strip() for p in parts if p.strip())
-    except (PyPdfError, ValueError, KeyError, OSError):
-        return _text(f"[file: {name} (PDF): could not be read]")
-    if not text:
-        return _text(f"[file: {name} (PDF, {pages} pages): no text layer (a scan?)]")
-    return _text(f"[file: {name} (PDF, {pages} pages)]\n{_cap(text, max_chars)}")

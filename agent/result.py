@@ -26,6 +26,7 @@ class FileData:
     mime: str
     data: bytes = field(repr=False)
     transcript: str | None = None  # what a voice note or audio file says (`agent.transcription`)
+    note: str = ""  # why it reaches the model only by name (e.g. too long to transcribe)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ from agent import (
     tracing_from_env,
 )
 from agent.backends import AgentRegistry
+from agent.decode_pool import DecodeLimits
+from agent.decode_pool import configure as configure_decoding
 from channels import (
     AccessGate,
     Adapter,
@@ -198,6 +200,13 @@ async def build_core(
     mcp_file = McpConfigFile(settings.mcp_config) if settings.mcp_config else None
     # Only processes that run turns read outbound files; an ingress never touches the directory.
     files_dir = prepare_files_dir(settings.data_dir) if settings.role != "ingress" else None
+    configure_decoding(  # the bounds of this worker's decode children, started on a first file
+        DecodeLimits(
+            workers=settings.decode_workers,
+            memory_bytes=settings.decode_memory_mb * 1024 * 1024,
+            cpu_s=settings.decode_cpu_s,
+        )
+    )
 
     async def build_for(choice: AgentChoice) -> AgentBackend:
         """The backend for one agent configuration (the default, or a binding's)."""
@@ -223,6 +232,7 @@ async def build_core(
                 settings.transcribe_model,
                 openai_base_url=settings.openai_base_url,
                 openai_api_key=_secret(settings.openai_api_key),
+                max_seconds=settings.max_audio_seconds,
             ),
             files_dir=files_dir,
             data_dir=settings.data_dir,  # no python: agent is loaded from there

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 import uuid
 from collections.abc import Sequence
@@ -48,9 +47,9 @@ from langgraph.types import Command, Interrupt
 from agent.attachments import (
     FILES_STATE_KEY,
     MAX_IMAGE_PIXELS,
-    human_content,
     load_turn_files,
-    text_only,
+    read_human_content,
+    read_text_only,
     turn_file_entries,
 )
 from agent.clarification import question_from_interrupt
@@ -154,10 +153,8 @@ class LocalGraphRunner:
             payload = {"messages": [*context_message(context.context_messages), human]}
             return await self._invoke(thread_id, payload, context, resumed=False)
         if context.files:
-            answer = await asyncio.to_thread(
-                functools.partial(text_only, max_image_pixels=self.max_image_pixels),
-                answer,
-                context.files,
+            answer = await read_text_only(
+                answer, context.files, max_image_pixels=self.max_image_pixels
             )
         pending = await self._interrupts(thread_id)
         if not pending:
@@ -191,13 +188,12 @@ class LocalGraphRunner:
         return last is not None and text in last
 
     async def _human(self, text: str, context: TurnContext) -> HumanMessage:
-        """The turn's HumanMessage; decoding and downscaling images is CPU work, so off the loop."""
+        """The turn's HumanMessage; images and PDFs are decoded in the worker's decode pool
+        (`agent.decode_pool`), bounded and stopped with the turn."""
         if not context.files:
             return HumanMessage(content=text)
-        content = await asyncio.to_thread(
-            functools.partial(human_content, max_image_pixels=self.max_image_pixels),
-            text,
-            context.files,
+        content = await read_human_content(
+            text, context.files, max_image_pixels=self.max_image_pixels
         )
         return HumanMessage(content=content)
 
