@@ -5,8 +5,10 @@ Retry-After) until the oldest of them leaves the window, *whatever key it sends*
 right key during the lockout would let a guesser keep guessing. The count is per process, in
 memory: it guards against guessing, which a 24-character key already makes hopeless, and against
 log floods, and it must not depend on Redis being up. Several ingress processes each allow
-`limit`; behind a reverse proxy every client is the proxy's address, so the lockout then
-applies to all of them together (set the proxy's forwarded-for handling in the ASGI server).
+`limit`. The address is the TCP peer's: uvicorn believes `X-Forwarded-For` only from the
+addresses in SWITCHBOARD_TRUSTED_PROXIES (none by default), so a client can neither rotate the
+header to escape the count nor name another address to lock it out; behind a reverse proxy not
+listed there, every client is the proxy's address and shares one budget.
 
 Wrong keys are logged as `admin.auth_failed` with the client address and route, never the key.
 """

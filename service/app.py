@@ -625,6 +625,10 @@ async def _start_http(
         log_config=None,
         access_log=False,
         lifespan="off",
+        # X-Forwarded-For only from SWITCHBOARD_TRUSTED_PROXIES (uvicorn trusts 127.0.0.1 by
+        # default): the admin lockout counts the address this yields.
+        proxy_headers=bool(settings.trusted_proxy_list),
+        forwarded_allow_ips=settings.trusted_proxy_list,
     )
     server = uvicorn.Server(config)
     sock = socket.socket(socket.AF_INET6 if ":" in settings.http_host else socket.AF_INET)

@@ -6,6 +6,7 @@ variable the operator actually sets.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -107,6 +108,9 @@ class Settings(BaseSettings):
     any): `${OPENAI_API_KEY}` in a PUT would otherwise hand the service's key to any server."""
 
     http_host: str = Field("127.0.0.1", validation_alias=_env("SWITCHBOARD_HTTP_HOST"))
+    trusted_proxies: str = Field("", validation_alias=_env("SWITCHBOARD_TRUSTED_PROXIES"))
+    """Comma list of IPs/CIDRs whose `X-Forwarded-For`/`-Proto` the HTTP server believes; empty:
+    none, so a client cannot pick the address the admin lockout counts."""
     http_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SWITCHBOARD_HTTP_PORT"))
     public_url: str = Field(
         "http://127.0.0.1:8080", validation_alias=_env("SWITCHBOARD_PUBLIC_URL")
@@ -335,6 +339,26 @@ class Settings(BaseSettings):
     @property
     def discord_command_guild_ids(self) -> tuple[int, ...]:
         return tuple(int(g) for g in self.discord_command_guilds.split(",") if g)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        for item in (i.strip() for i in value.split(",")):
+            if item:
+                try:
+                    ipaddress.ip_network(item, strict=False)
+                except ValueError:
+                    raise ValueError(
+                        "must be a comma list of IP addresses or CIDR networks"
+                    ) from None
+        return value
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        """The entries as uvicorn reads them (a network with host bits, `10.0.0.1/8`, as
+        `10.0.0.0/8`: uvicorn would take it for a host name and trust nothing)."""
+        items = [i.strip() for i in self.trusted_proxies.split(",") if i.strip()]
+        return [str(ipaddress.ip_network(i, strict=False)) if "/" in i else i for i in items]
 
     @field_validator("mcp_allowed_vars")
     @classmethod

@@ -95,3 +95,11 @@ def test_the_public_view_masks_secret_shapes_in_any_setting() -> None:
     assert view["OPENAI_BASE_URL"] == "https://proxy.example.com/u/***/v1"
     assert view["REDIS_URL"] == "redis://default:***@redis.internal:6379/0"
     assert view["SWITCHBOARD_MODEL"] == "demo" and view["SWITCHBOARD_HTTP_PORT"] == 8080
+
+
+def test_trusted_proxies_are_a_comma_list_of_addresses_or_networks() -> None:
+    assert Settings(_env_file=None).trusted_proxy_list == []  # type: ignore[call-arg]
+    settings = load_settings(_env_file=None, SWITCHBOARD_TRUSTED_PROXIES=" 10.0.0.0/8, ,::1 ")
+    assert settings.trusted_proxy_list == ["10.0.0.0/8", "::1"]
+    with pytest.raises(ConfigError, match=r"^invalid setting SWITCHBOARD_TRUSTED_PROXIES:"):
+        load_settings(_env_file=None, SWITCHBOARD_TRUSTED_PROXIES="proxy.internal")
