@@ -243,6 +243,8 @@ class DecodePool:
                     continue
                 if "error" in message:
                     raise _Abandoned(str(message["error"]))
+                if refusal := message.get("refusal"):
+                    _log.info("attachment.image_refused", **refusal)
                 blocks: list[dict[str, Any]] = message["blocks"]
                 return blocks
         finally:

@@ -83,6 +83,8 @@ class ImageJob:
         self.name = name
         self._data = data
         self.note: dict[str, Any] | None = None
+        # Why it was refused, for the worker's log (the child has none): {"reason", ...}.
+        self.refusal: dict[str, Any] | None = None
         self.cost = 0
         self.size = ""
         self._image: Any = None
@@ -112,12 +114,20 @@ class ImageJob:
     def _refusal(self, image: Any, max_pixels: int) -> dict[str, Any] | None:
         width, height = image.size
         if width * height > max_pixels:
+            self.refusal = {
+                "reason": "pixels",
+                "width": width,
+                "height": height,
+                "limit": max_pixels,
+            }
             return _refused_image(self.name, max_pixels, self.size)
         if image.format == "PNG" and _png_too_short(self._data, width, height):
+            self.refusal = {"reason": "damaged", "width": width, "height": height}
             return text_block(f"[file: {self.name} (image, {self.size}): damaged, cannot be read]")
         if image.format == "JPEG":
             scans = self._data.count(b"\xff\xda")  # SOS; 0xFF in entropy data is stuffed
             if scans > MAX_JPEG_SCANS:
+                self.refusal = {"reason": "scans", "width": width, "height": height, "scans": scans}
                 return costly_note(self.name, f"image, {self.size}", f"{scans:,} JPEG scans")
         return None
 
@@ -246,7 +256,8 @@ def _undecodable(name: str) -> dict[str, Any]:
 # bytes of JSON; a request's `size` bytes of file follow it. Parent → child: {"op": "image" |
 # "pdf", "name", "size", "cpu_s", "max_pixels" | "max_chars"}; child → parent: {"need": bytes,
 # "size": "WxH"} when an image must reserve its decode cost (parent → child: {"go": bool}), then
-# {"blocks": [...]}, or {"error": "memory"} before the child exits.
+# {"blocks": [...], "refusal": {...} | null} (an image refused from its header, for the worker to
+# log), or {"error": "memory"} before the child exits.
 
 
 def write_frame(out: IO[bytes], message: dict[str, Any]) -> None:
@@ -279,20 +290,20 @@ def serve(memory_bytes: int) -> None:
         data = inp.read(int(request["size"]))
         _limit_cpu(float(request["cpu_s"]))
         try:
-            blocks = _answer(request, data, inp, out)
+            reply = _answer(request, data, inp, out)
         except MemoryError:
             write_frame(out, {"error": "memory"})
             return
-        if blocks is not None:
-            write_frame(out, {"blocks": blocks})
+        if reply is not None:
+            write_frame(out, reply)
 
 
 def _answer(
     request: dict[str, Any], data: bytes, inp: IO[bytes], out: IO[bytes]
-) -> list[dict[str, Any]] | None:
+) -> dict[str, Any] | None:
     name = str(request["name"])
     if request["op"] == "pdf":
-        return [pdf_block(name, data, int(request["max_chars"]))]
+        return {"blocks": [pdf_block(name, data, int(request["max_chars"]))]}
     job = ImageJob(name, data, int(request["max_pixels"]))
     if job.cost:
         write_frame(out, {"need": job.cost, "size": job.size})
@@ -300,7 +311,7 @@ def _answer(
         if not answer or not answer.get("go"):
             job.close()
             return None  # the parent answers with its own note
-    return job.blocks()
+    return {"blocks": job.blocks(), "refusal": job.refusal}
 
 
 def _limit_cpu(seconds: float) -> None:
