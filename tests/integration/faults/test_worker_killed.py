@@ -75,11 +75,13 @@ async def test_a_worker_killed_sending_chunk_two_leaves_chunk_one_sent_once(
     fake.hold_next("sendMessage", 120, after=1)  # chunk 2 hangs until its caller dies
     try:
         await first.start()
-        await second.start()
         async with first.http() as http:
             await post_until_taken(http, fake.say(chat, ANN, "long 9000", push=False))
         await wait_until(lambda: "sendMessage" in fake.held, timeout=60)
         assert len(fake.calls_to("sendMessage", ok_only=True)) == 1  # chunk 1, accepted
+        # The survivor starts once the first worker holds the turn: started earlier, it could
+        # take the message itself and be the one left hanging in chunk 2.
+        await second.start()
         await first.kill()
         await wait_until(lambda: len(fake.calls_to("sendMessage", ok_only=True)) >= 3, timeout=90)
         await asyncio.sleep(3)  # time for any duplicate to show up
