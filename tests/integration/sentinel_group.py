@@ -106,11 +106,13 @@ class SentinelGroup:
         self._procs[self.primary_port].wait()
 
     async def restart_old_primary(self) -> None:
-        """Start the killed primary again: Sentinel turns it into the new primary's replica."""
-        self._server(self.primary_port)
+        """Start the killed primary again as the new primary's replica (what Sentinel would
+        turn it into: started as a primary, it waits for a Sentinel's next INFO round, which a
+        loaded 2-core CI host once delayed past 150 s)."""
+        self._server(self.primary_port, "--replicaof", "127.0.0.1", str(self.replica_port))
         self.primary_port, self.replica_port = self.replica_port, self.primary_port
-        # Sentinel reconfigures it, then it takes a full sync from a primary in mid-burst: on a
-        # 2-core CI host running four fault tests at once that once took longer than 60 s.
+        # A full sync from a primary in mid-burst: on a 2-core CI host running four fault tests
+        # at once that once took longer than 60 s.
         await wait_until(self._replica_in_sync, timeout=150, interval=0.2)
 
     async def wait_failover(self, timeout: float = 60.0) -> None:
