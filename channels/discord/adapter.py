@@ -38,6 +38,7 @@ from typing import Any, Final
 
 import discord
 import structlog
+from discord import app_commands
 
 from channels.adapter import (
     AckKind,
@@ -127,6 +128,10 @@ _RESTART_MIN_S = 1.0  # first pause before restarting a gateway that died; doubl
 _RESTART_MAX_S = 60.0
 _READ_TIMEOUT_S = 8.0  # a context read taking longer is given up on; the turn goes on
 _ACK_EMOJI = {AckKind.QUEUED: "⏳", AckKind.RECEIVED: "👀", AckKind.STEERED: "✍️"}
+_PRESS_GONE = "That button is no longer active, so nothing was done."
+_COMMAND_GONE = "That command is no longer available."
+_COMMAND_FAILED = "Sorry, that command could not be run."
+_STALE_COMMAND = (app_commands.CommandNotFound, app_commands.CommandSignatureMismatch)
 _ACK_NOTICE = "⏳ Got it, I'll answer this after the current reply."
 
 _log = structlog.get_logger(__name__)
@@ -301,10 +306,13 @@ class DiscordAdapter:
             on_ready=ready.set,
             on_message_payload=self._on_message_payload,
             on_press=self._on_press,
+            on_foreign_press=self._on_foreign_press,
             shard=shard,
             heartbeat_timeout=self._heartbeat_timeout,
         )
-        client.tree = build_tree(client, self._on_app_command, guilds=self._command_guilds)
+        client.tree = build_tree(
+            client, self._on_app_command, guilds=self._command_guilds, on_error=self._on_tree_error
+        )
         return client
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -542,6 +550,14 @@ class DiscordAdapter:
         if not self._stopped:
             self._take_in(self._handle_press(interaction_payload(interaction), interaction))
 
+    def _on_foreign_press(self, interaction: discord.Interaction) -> None:
+        """A press on a component we never made (an older build's, another app's message
+        copied in) or a modal we never opened: told so, privately, instead of Discord's
+        "This interaction failed"; nothing is delivered."""
+        if not self._stopped:
+            _log.info("discord.foreign_press", kind=interaction.type.name)
+            self._spawn(self._answer_privately(interaction, _PRESS_GONE))
+
     def _clients(self) -> list[SwitchboardClient]:
         """Whose caches know guilds, channels and threads: ours, and each open shard's."""
         return [self._client, *(g.client for g in self._sessions.values())]
@@ -667,6 +683,41 @@ class DiscordAdapter:
             _log.warning("discord.command_ack_failed", code=exc.code)
         _log.info("command.received", command=msg.native.name, private=msg.native.private)
         await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
+
+    async def _on_tree_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        """The command tree's error hook. A command we do not have, or whose shape Discord
+        holds differently (a stale client list, another build's registration), is an
+        everyday event: the person is told privately, with no traceback in the log. Anything
+        else is our fault: logged with its traceback, and the person gets a short apology."""
+        if isinstance(error, _STALE_COMMAND):
+            name = error.name if isinstance(error, app_commands.CommandNotFound) else None
+            _log.info("discord.command_unknown", command=name, reason=type(error).__name__)
+            text = _COMMAND_GONE
+        else:
+            _log.error("discord.command_failed", error=type(error).__name__, exc_info=error)
+            text = _COMMAND_FAILED
+        await self._answer_privately(interaction, text)
+
+    async def _answer_privately(self, interaction: discord.Interaction, text: str) -> None:
+        """Answer an interaction we will not act on with an ephemeral message (a follow-up if it
+        was answered already; an autocomplete gets no choices, all it may be answered with)."""
+        try:
+            with routed_webhooks(self._webhooks):
+                async with translated("answer interaction"):
+                    if interaction.type is discord.InteractionType.autocomplete:
+                        await interaction.response.autocomplete([])
+                    elif interaction.response.is_done():
+                        await interaction.followup.send(
+                            text, ephemeral=True, allowed_mentions=_NO_PINGS
+                        )
+                    else:
+                        await interaction.response.send_message(
+                            text, ephemeral=True, allowed_mentions=_NO_PINGS
+                        )
+        except PlatformError as exc:
+            _log.warning("discord.interaction_answer_failed", code=exc.code)
 
     async def _sync_commands(self) -> None:
         """Register the application commands (globally, or in `command_guilds`) when what

@@ -370,7 +370,8 @@ def _tapped(state: Any) -> TappedState | None:
 
 class SwitchboardClient(discord.Client):
     """A `discord.Client` that never pings anyone by default and hands the adapter raw message
-    payloads (`on_message_payload`) and presses on our buttons (`on_press`)."""
+    payloads (`on_message_payload`), presses on our buttons (`on_press`) and on anything else
+    (`on_foreign_press`)."""
 
     def __init__(
         self,
@@ -380,6 +381,7 @@ class SwitchboardClient(discord.Client):
         on_ready: Callable[[], None],
         on_message_payload: PayloadHook,
         on_press: PressHook,
+        on_foreign_press: PressHook | None = None,
         api_base: str = DEFAULT_API_BASE,
         gateway_url: str | None = None,
         read_gate: asyncio.Event | None = None,
@@ -408,6 +410,7 @@ class SwitchboardClient(discord.Client):
             gate_reads(self.http, read_gate)
         self._sb_on_ready = on_ready
         self._sb_on_press = on_press
+        self._sb_on_foreign_press = on_foreign_press
         self.tree: Any = None  # its app_commands.CommandTree (set by the adapter), as on Bot
         self.tapped = self._tap(on_message_payload)
 
@@ -466,13 +469,19 @@ class SwitchboardClient(discord.Client):
         self._sb_on_ready()
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        """A press on one of our buttons (anything else is discord.py's: the command tree
-        already has slash commands)."""
-        if interaction.type is not discord.InteractionType.component:
+        """A press on one of our buttons goes to `on_press`; a press on any other component, or
+        a modal submitted, to `on_foreign_press`: discord.py's view store holds none of our
+        views, so nothing else answers it. Commands are the command tree's."""
+        kind = interaction.type
+        if kind is discord.InteractionType.component:
+            custom_id = str(dict(interaction.data or {}).get("custom_id", ""))
+            if is_our_button(custom_id):
+                self._sb_on_press(interaction)
+                return
+        elif kind is not discord.InteractionType.modal_submit:
             return
-        custom_id = str(dict(interaction.data or {}).get("custom_id", ""))
-        if is_our_button(custom_id):
-            self._sb_on_press(interaction)
+        if self._sb_on_foreign_press is not None:
+            self._sb_on_foreign_press(interaction)
 
     def followup(self, application_id: str, token: str) -> discord.Webhook:
         """An interaction's follow-up webhook from its application id and token alone (valid 15

@@ -1,7 +1,7 @@
 """Discord application commands from the command registry, through discord.py's `app_commands`.
 
-- `build_tree(client, handler, guilds=...)`: a `CommandTree` with one slash command per registry
-  entry, usable in servers and in DMs with the bot. Admin commands (`/link`, `/unlink`) carry
+- `build_tree(client, handler, guilds=..., on_error=...)`: a `CommandTree` with one slash command
+  per registry entry, usable in servers and in DMs with the bot; `on_error` is its error hook. Admin commands (`/link`, `/unlink`) carry
   `default_member_permissions` = Manage Server, so Discord offers them only to members who have
   it (a server can override that; the manager checks the member's permissions again on use).
   With `guilds`, the commands are also copied to those guilds, where registration is instant.
@@ -15,7 +15,7 @@ rebuilt from its public attributes (`client.interaction_payload`, then `events.c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import discord
@@ -27,6 +27,7 @@ __all__ = [
     "CONTEXTS",
     "INSTALLS",
     "CommandHandler",
+    "ErrorHandler",
     "build_tree",
     "local_commands",
     "needs_sync",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 CommandHandler = Callable[[discord.Interaction, CommandSpec], Awaitable[None]]
+ErrorHandler = Callable[
+    [discord.Interaction, app_commands.AppCommandError], Coroutine[Any, Any, None]
+]
 
 CONTEXTS = app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
 INSTALLS = app_commands.AppInstallationType(guild=True, user=False)
@@ -71,12 +75,20 @@ def _command(spec: CommandSpec, handler: CommandHandler) -> app_commands.Command
 
 
 def build_tree(
-    client: discord.Client, handler: CommandHandler, *, guilds: Sequence[int] = ()
+    client: discord.Client,
+    handler: CommandHandler,
+    *,
+    guilds: Sequence[int] = (),
+    on_error: ErrorHandler | None = None,
 ) -> app_commands.CommandTree[Any]:
-    """The client's command tree (one per client: each shard's client dispatches its own)."""
+    """The client's command tree (one per client: each shard's client dispatches its own).
+    `on_error` replaces the tree's default error hook, which logs a traceback and leaves the
+    interaction unanswered (a command Discord still lists but we no longer have, say)."""
     tree: app_commands.CommandTree[Any] = app_commands.CommandTree(
         client, allowed_contexts=CONTEXTS, allowed_installs=INSTALLS
     )
+    if on_error is not None:
+        tree.error(on_error)
     for spec in COMMANDS:
         tree.add_command(_command(spec, handler))
     for guild in guilds:

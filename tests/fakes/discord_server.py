@@ -19,7 +19,8 @@ Application commands as Discord keeps them: `GET`/`PUT` (bulk overwrite) of
 `/applications/{app}/commands` and `/applications/{app}/guilds/{guild}/commands`, names and
 descriptions checked, ids kept per name and a new `version` per change, `default_member_permissions`
 returned as a string (`app_commands`). `slash(name, ...)` dispatches INTERACTION_CREATE (type 2) for a
-registered command with the member's permissions in the channel. Interactions are answered the way
+registered command with the member's permissions in the channel; `stale_command(name, ...)` one
+for a message context-menu command the bot no longer has. Interactions are answered the way
 Discord does: one callback each, within `ack_deadline_s` (3 s; later is 10062 Unknown
 interaction), recorded in `callbacks`; the first follow-up to a deferred command (type 5) replaces
 its "thinking…" message and is as ephemeral as the defer was; `expire_interactions()` ends every
@@ -88,6 +89,7 @@ class Callback:
     type: int  # 5: deferred channel message ("thinking…"), 6: deferred update, 4: message
     ephemeral: bool
     after_s: float  # seconds after the interaction was dispatched
+    content: str = ""  # a type 4 answer's text
 
 
 def _user(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
@@ -497,6 +499,56 @@ class FakeDiscord:
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
+    async def stale_command(
+        self,
+        name: str,
+        *,
+        target: dict[str, Any],
+        kind: int = 3,
+        user: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Someone (alice by default) runs `name`, a command Discord still shows though the bot
+        no longer registers it (clients cache the command list; another build of the app
+        registered it): with `kind` 3 picked from `target`'s Apps menu (a message context-menu
+        command, the target message resolved), with 1 typed as a slash command in its
+        channel. INTERACTION_CREATE of type 2, as Discord sends it."""
+        user = user or self.alice
+        iid = str(self._id())
+        channel = self.channels[target["channel_id"]]
+        guild_id = channel.get("guild_id")
+        inner: dict[str, Any] = {"id": str(self._id()), "name": name, "type": kind}
+        if kind == 3:
+            inner["target_id"] = target["id"]
+            inner["resolved"] = {"messages": {target["id"]: target}}
+        data: dict[str, Any] = {
+            "id": iid,
+            "application_id": self.application_id,
+            "type": 2,
+            "token": f"itoken-{iid}",
+            "version": 1,
+            "channel_id": channel["id"],
+            "channel": channel,
+            "data": inner,
+            "locale": "en-US",
+            "app_permissions": "2248473465835073",
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "entitlements": [],
+            "context": 0 if guild_id else 1,
+            "authorizing_integration_owners": {"0": guild_id} if guild_id else {"1": user["id"]},
+        }
+        if guild_id:
+            data["guild_id"] = guild_id
+            data["guild_locale"] = "en-US"
+            data["member"] = self._member(user["id"], with_user=True) | {
+                "permissions": str(self.permissions(user["id"]))
+            }
+        else:
+            data["user"] = user
+        self._interactions[data["token"]] = data
+        self._dispatched[data["token"]] = time.monotonic()
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
     async def press(
         self, message: dict[str, Any], custom_id: str, *, user: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -866,7 +918,8 @@ class FakeDiscord:
         kind = int(body.get("type") or 0)
         ephemeral = bool(int((body.get("data") or {}).get("flags") or 0) & 64)
         self._acked[token] = {"type": kind, "ephemeral": ephemeral, "thinking": kind == 5}
-        self.callbacks.append(Callback(iid, kind, ephemeral, after))
+        content = str((body.get("data") or {}).get("content") or "")
+        self.callbacks.append(Callback(iid, kind, ephemeral, after, content))
         answer: dict[str, Any] = {
             "id": iid,
             "type": interaction["type"],

@@ -246,16 +246,22 @@ async def test_question_buttons_press_and_answer_edit(
     assert edit.json["allowed_mentions"] == {"parse": []}
 
 
-async def test_foreign_buttons_are_left_to_discord_py(
+async def test_a_press_on_a_button_we_never_made_is_answered_privately_and_not_delivered(
     fake: FakeDiscord, adapter: DiscordAdapter, inbox: list[InboundMessage]
 ) -> None:
+    """discord.py's view store holds none of our views, so nobody else answers it: left alone,
+    Discord shows the presser "This interaction failed"."""
     await fake.user_message("hi", dm=True)
     await wait_until(lambda: inbox)
     ref = await adapter.send(inbox[0].target, [chunk("x")])
-    await fake.press(fake.messages[ref.message_ids[0]], "not-ours")
+    pressed = await fake.press(fake.messages[ref.message_ids[0]], "not-ours")
     marker = await fake.user_message("marker", dm=True)
     await wait_until(lambda: len(inbox) == 2)
     assert inbox[1].provider_message_id == marker["id"]
+    await wait_until(lambda: fake.callbacks)
+    [callback] = fake.callbacks
+    assert (callback.interaction_id, callback.type, callback.ephemeral) == (pressed["id"], 4, True)
+    assert "no longer" in callback.content
 
 
 async def test_an_event_discord_py_cannot_parse_is_skipped_not_fatal(

@@ -208,3 +208,28 @@ async def test_stop_in_a_channel_acts_on_that_channel(
     await wait_until(lambda: fake.followups)
     [answer] = fake.followups
     assert answer.content == "Nothing is running here." and not answer.ephemeral
+
+
+@pytest.mark.parametrize("kind", [3, 1], ids=["message_context_menu", "slash"])
+async def test_a_command_we_do_not_have_is_answered_privately_without_a_traceback(
+    fake: FakeDiscord, start: Start, caplog: pytest.LogCaptureFixture, kind: int
+) -> None:
+    """A stale command (Discord's clients cache the list; another build registered it) makes
+    discord.py's tree raise CommandNotFound: the person is told, only them, and nothing is
+    logged as an error with a traceback."""
+    delivered: list[Any] = []
+
+    async def deliver(msg: Any) -> None:
+        delivered.append(msg)
+
+    await start(deliver=deliver)
+    target = await fake.user_message("something to act on")
+    with caplog.at_level("DEBUG", logger="discord"):
+        name = "Summarise thread" if kind == 3 else "summarise"
+        sent = await fake.stale_command(name, target=target, kind=kind)
+        await wait_until(lambda: fake.callbacks)
+    [callback] = fake.callbacks
+    assert (callback.interaction_id, callback.type, callback.ephemeral) == (sent["id"], 4, True)
+    assert "no longer available" in callback.content
+    assert not [r for r in caplog.records if r.levelno >= 40 or r.exc_info]
+    assert delivered == []
