@@ -78,6 +78,7 @@ from storage import (
     UsageLedger,
     maxmemory_policy,
     open_redis,
+    warn_if_unauthenticated,
 )
 from switchboard.agent_choice import AgentChoice
 from switchboard.errors import ConfigError
@@ -474,6 +475,8 @@ async def running_service(settings: Settings, *, http: bool = True) -> AsyncIter
         # answer it (one for a platform not served here is left for a process that serves it).
         core = await stack.enter_async_context(build_core(settings, client, start_intake=False))
         core.redis_policy = await _check_eviction(client)
+        if settings.redis_url:
+            await warn_if_unauthenticated(client, settings.redis_url)
         if core.bindings_sync is not None:
             _reload_on_hangup(stack, core.bindings_sync)
         core.adapters = build_adapters(

@@ -21,6 +21,7 @@ from storage.connection import (
     connect,
     maxmemory_policy,
     open_redis,
+    warn_if_unauthenticated,
 )
 from storage.console_sessions import CONSOLE_SESSION_TTL_S, ConsoleSessions
 from storage.context import CONTEXT_CACHE_TTL_S, OBSERVED_TTL_S, ContextRecords, ContextState
@@ -164,5 +165,6 @@ __all__ = [
     "is_wellformed_id",
     "maxmemory_policy",
     "open_redis",
+    "warn_if_unauthenticated",
     "windows_at",
 ]

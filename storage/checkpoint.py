@@ -64,13 +64,14 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from storage.failures import redis_errors
 from storage.keys import Keys
 from storage.scripts import ScriptCall
 from switchboard.errors import FencedOut
 
-__all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver"]
+__all__ = ["FENCE_KEY", "FencedOut", "RedisCheckpointSaver", "strict_serde"]
 
 FENCE_KEY = "fence"
 """A `configurable` entry holding the writer's thread-lock token: checkpoints are written only
@@ -79,6 +80,19 @@ _OFFERS_KEPT = 4096  # reads sent ahead and not (yet) taken: one per turn in fli
 
 
 _log = structlog.get_logger(__name__)
+
+
+def strict_serde() -> JsonPlusSerializer:
+    """LangGraph's serializer in strict msgpack mode: a stored value names a class to rebuild,
+    and only LangGraph's own safe types (messages, `Send`, `Interrupt`, `Command`, dates, …) are
+    rebuilt; any other `module.attr` comes back as its plain data, never called. The default
+    (permissive) mode imports and calls whatever a value names, so one overwritten value would
+    run `os.system` on the thread's next turn. None of our own classes reach graph state
+    (attachments are content-block dicts, errors their `repr`), so the safe list is the whole
+    list; a graph's own state classes are added by LangGraph itself
+    (`LANGGRAPH_STRICT_MSGPACK=true` makes `compile` pass them to `with_allowlist`)."""
+    return JsonPlusSerializer(allowed_msgpack_modules=None)
+
 
 _SUFFIXES = ("idx", "chk", "blob", "wr", "widx", "ridx")
 _EMPTY = b"empty\0"  # A channel in new_versions without a value, as InMemorySaver's ("empty", b"").
@@ -316,7 +330,7 @@ class RedisCheckpointSaver(BaseCheckpointSaver[str]):
         keep: int | None = None,
         serde: SerializerProtocol | None = None,
     ) -> None:
-        super().__init__(serde=serde)
+        super().__init__(serde=serde or strict_serde())
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError("ttl_s must be a positive number of seconds or None")
         if keep is not None and keep < 0:

@@ -40,7 +40,7 @@ async def test_a_redis_restart_mid_burst_loses_and_duplicates_nothing(
         for u, t in zip(people, tokens, strict=True)
     ]
     settings = settings_for(
-        fake, f"redis://127.0.0.1:{port}/0", "sb:", tmp_path, mode="webhook", lock_ttl_s=2.0
+        fake, valkey.url, "sb:", tmp_path, mode="webhook", lock_ttl_s=2.0
     )
     tries: list[int] = []
     try:

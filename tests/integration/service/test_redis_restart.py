@@ -35,7 +35,7 @@ async def test_while_redis_is_down_messages_are_refused_and_after_a_restart_noth
     port = free_port()
     server = EmbeddedValkey(tmp_path / "valkey", port=port)
     await server.start()
-    client = connect(f"redis://127.0.0.1:{port}/0")
+    client = connect(server.url)  # its password: the store refuses clients without it
     settings = Settings(_env_file=None, access="open", data_dir=tmp_path)  # type: ignore[call-arg]
     try:
         async with build_core(settings, client) as core:

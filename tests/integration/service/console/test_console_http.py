@@ -38,6 +38,7 @@ from storage import (
 )
 from switchboard.feedback import VoteRecord, VoteValue
 from tests.fakes.recording_adapter import RecordingAdapter
+from tests.integration.storage.poisoned import poison_messages
 
 ADMIN_KEY = "console-http-admin-key-0123456789"
 _CSRF = re.compile(r'name="(?:csrf)" value="([^"]+)"')
@@ -414,3 +415,36 @@ async def test_a_malformed_thread_id_is_not_looked_up(console: Console) -> None:
     await console.log_in()
     shown = await console.http.get("/admin/conversations", params={"thread": "x}:lock{y"})
     assert shown.status_code == 404 and "not a thread id" in shown.text
+
+
+async def test_a_checkpoint_value_naming_a_call_is_shown_as_data_not_run(
+    make_manager, redis: aioredis.Redis, keys: Keys, tmp_path: Path
+) -> None:
+    """The Conversations page loads the same blobs the saver does: a value overwritten in Redis
+    to name `os.system` is never called here either."""
+    manager = await make_manager()
+    manager.register(RecordingAdapter(deliver=manager.deliver))
+    await manager.deliver(
+        InboundMessage(
+            platform=Platform.SLACK,
+            workspace_id="T1",
+            chat_id="D8",
+            sender_id="U1",
+            sender_name="alice",
+            text="echo hello",
+            provider_message_id="poisoned-0",
+            is_dm=True,
+        )
+    )
+    await manager.idle()
+    marker = tmp_path / "ran"
+    async for console in _console(redis, keys, tmp_path, base_url="http://sb.test"):
+        await console.log_in()
+        listed = await console.http.get("/admin/conversations")
+        (href,) = re.findall(r'href="(/admin/conversations\?thread=[^"]+)"', listed.text)
+        url = httpx.URL(href.replace("&amp;", "&"))
+        assert await poison_messages(redis, keys, url.params["thread"], marker)
+        shown = await console.http.get(str(url))
+        assert shown.status_code == 200
+        assert re.findall(r"<tr><td>(.*?)</tr>", shown.text, re.S)
+    assert not marker.exists()
