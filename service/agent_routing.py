@@ -7,17 +7,13 @@ resolves nothing per turn, so the hot path is exactly what it was.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
-
 import structlog
 
-from agent import AgentBackend
-from agent.backends import AgentPolicy, AgentRegistry
-from channels.bindings import AccountOf, BindingResolver, Bindings, load_bindings
+from agent.backends import AgentPolicy
+from channels.bindings import AccountOf, Bindings, load_bindings
 from channels.message import InboundMessage
 from service.settings import Settings
-from storage import BindingsStore, LinkKind, Links
+from storage import LinkKind, Links
 from switchboard.agent_choice import AgentChoice
 
 __all__ = [
@@ -26,11 +22,7 @@ __all__ = [
     "file_agents",
     "load_configured_bindings",
     "rule_choices",
-    "wire_bindings",
 ]
-
-if TYPE_CHECKING:
-    from service.bindings_sync import BindingsSync
 
 _log = structlog.get_logger(__name__)
 
@@ -98,42 +90,3 @@ def account_lookup(links: Links) -> AccountOf:
         return link.account if link is not None else None
 
     return account_of
-
-
-async def wire_bindings(
-    bindings: Bindings,
-    *,
-    settings: Settings,
-    default: AgentBackend,
-    build: Callable[[AgentChoice], Awaitable[AgentBackend]],
-    links: Links,
-    store: BindingsStore,
-) -> tuple[AgentRegistry, BindingResolver, BindingsSync]:
-    """The registry the manager runs turns on, the resolver it asks per conversation, and the
-    sync that keeps the rules equal to the fleet's (started; close it). The file is offered to
-    the fleet first (`BindingsSync.adopt_file`). A worker builds every agent the rules name now,
-    so a broken one is named in `/readyz` from the start; it is not fatal (its conversations
-    get an error with a reference id). An agent the file does not name is held to
-    `agent_policy` first, the rules stored over HTTP included."""
-    from service.bindings_sync import BindingsSync
-
-    policy = agent_policy(settings, bindings)
-    registry = AgentRegistry(
-        default=default, default_choice=default_choice(settings), build=build, policy=policy
-    )
-    resolver = BindingResolver(bindings, account_of=account_lookup(links))
-    assert settings.bindings is not None
-    worker = settings.role != "ingress"
-    sync = BindingsSync(
-        store=store,
-        resolver=resolver,
-        registry=registry,
-        path=settings.bindings,
-        build_agents=worker,
-        policy=policy,
-    )
-    resolver.replace(await sync.adopt_file(bindings))
-    if worker:
-        await registry.prepare(rule_choices(resolver.bindings))
-    await sync.start()
-    return registry, resolver, sync

@@ -49,7 +49,7 @@ from channels.adapter import ExclusiveReceiver
 from channels.bindings import BindingResolver, PlacePolicies, PolicyFor
 from channels.ownership import ConnectionOwner, FairShare, ShardedReceiver, exclusive_parts
 from channels.usage import Budget, UsageDesk
-from service.agent_routing import default_choice, load_configured_bindings, wire_bindings
+from service.agent_routing import default_choice, load_configured_bindings
 from service.heap import freeze_startup_heap
 from service.settings import Settings
 from storage import (
@@ -265,6 +265,8 @@ async def build_core(
     links = Links(client, keys=keys)
     agents, resolver, sync = None, None, None
     if bindings is not None:
+        from service.bindings_sync import wire_bindings  # loaded only with bindings
+
         agents, resolver, sync = await wire_bindings(
             bindings,
             settings=settings,

@@ -14,18 +14,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import structlog
 
+from agent import AgentBackend
 from agent.backends import AgentPolicy, AgentRegistry
 from channels.bindings import BindingResolver, Bindings, BindingsError, load_bindings
 from channels.bindings import parse_bindings as parse_rules
-from service.agent_routing import file_agents, rule_choices
-from storage import BindingsStore, StoredBindings
+from service.agent_routing import (
+    account_lookup,
+    agent_policy,
+    default_choice,
+    file_agents,
+    rule_choices,
+)
+from service.settings import Settings
+from storage import BindingsStore, Links, StoredBindings
+from switchboard.agent_choice import AgentChoice
 from switchboard.errors import StorageError
 
-__all__ = ["POLL_S", "BindingsSync", "stored_doc"]
+__all__ = ["POLL_S", "BindingsSync", "stored_doc", "wire_bindings"]
 
 _log = structlog.get_logger(__name__)
 
@@ -142,3 +152,40 @@ class BindingsSync:
             task = asyncio.create_task(self._registry.prepare(rule_choices(bindings)))
             self._side.add(task)
             task.add_done_callback(self._side.discard)
+
+
+async def wire_bindings(
+    bindings: Bindings,
+    *,
+    settings: Settings,
+    default: AgentBackend,
+    build: Callable[[AgentChoice], Awaitable[AgentBackend]],
+    links: Links,
+    store: BindingsStore,
+) -> tuple[AgentRegistry, BindingResolver, BindingsSync]:
+    """The registry the manager runs turns on, the resolver it asks per conversation, and the
+    sync that keeps the rules equal to the fleet's (started; close it). The file is offered to
+    the fleet first (`BindingsSync.adopt_file`). A worker builds every agent the rules name now,
+    so a broken one is named in `/readyz` from the start; it is not fatal (its conversations
+    get an error with a reference id). An agent the file does not name is held to
+    `agent_policy` first, the rules stored over HTTP included."""
+    policy = agent_policy(settings, bindings)
+    registry = AgentRegistry(
+        default=default, default_choice=default_choice(settings), build=build, policy=policy
+    )
+    resolver = BindingResolver(bindings, account_of=account_lookup(links))
+    assert settings.bindings is not None
+    worker = settings.role != "ingress"
+    sync = BindingsSync(
+        store=store,
+        resolver=resolver,
+        registry=registry,
+        path=settings.bindings,
+        build_agents=worker,
+        policy=policy,
+    )
+    resolver.replace(await sync.adopt_file(bindings))
+    if worker:
+        await registry.prepare(rule_choices(resolver.bindings))
+    await sync.start()
+    return registry, resolver, sync

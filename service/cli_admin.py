@@ -17,21 +17,20 @@ from dataclasses import dataclass
 
 from service.cli_errors import run_command
 from service.cli_feedback import add_feedback_commands
+from service.cli_redis import cli_redis
 from service.cli_usage import add_usage_commands
-from service.settings import Settings, load_settings
+from service.settings import load_settings
 from storage import (
     AccountError,
     Accounts,
-    EmbeddedValkey,
     Keys,
     Link,
     LinkError,
     Links,
     is_wellformed_id,
-    open_redis,
 )
 
-__all__ = ["add_admin_commands", "store_url"]
+__all__ = ["add_admin_commands"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +79,9 @@ def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def store_url(settings: Settings) -> str | None:
-    """`REDIS_URL`, else the embedded store a running `serve`/`console` publishes in the data
-    dir; None means no one runs it, and the command starts the embedded server itself."""
-    return settings.redis_url or EmbeddedValkey.running_url(settings.data_dir)
-
-
 async def _with_stores(handler: _Handler, args: argparse.Namespace) -> int:
     settings = load_settings()
-    async with open_redis(
-        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
-    ) as client:
+    async with cli_redis(settings) as client:
         keys = Keys(settings.redis_prefix)
         return await handler(args, _Stores(Accounts(client, keys=keys), Links(client, keys=keys)))
 

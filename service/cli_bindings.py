@@ -98,12 +98,10 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 async def _linked_account(settings: Settings, args: argparse.Namespace) -> str | None:
-    from service.cli_admin import store_url
-    from storage import Keys, LinkKind, Links, open_redis
+    from service.cli_redis import cli_redis
+    from storage import Keys, LinkKind, Links
 
-    async with open_redis(
-        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
-    ) as client:
+    async with cli_redis(settings) as client:
         links = Links(client, keys=Keys(settings.redis_prefix))
         if args.dm:
             link = await links.link_for(LinkKind.USER, args.platform, args.user)

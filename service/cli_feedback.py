@@ -52,14 +52,12 @@ async def _print_recent(since: float, limit: int) -> int:
 
 
 async def _recent(since: float, limit: int) -> list[VoteRecord]:
-    from service.cli_admin import store_url
+    from service.cli_redis import cli_redis
     from service.settings import load_settings
-    from storage import FeedbackStore, Keys, open_redis
+    from storage import FeedbackStore, Keys
 
     settings = load_settings()
-    async with open_redis(
-        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
-    ) as client:
+    async with cli_redis(settings) as client:
         return await FeedbackStore(client, keys=Keys(settings.redis_prefix)).recent(
             since=since, limit=limit
         )

@@ -40,14 +40,11 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 async def _collect(sample: int) -> str:
-    from service.cli_admin import store_url
-    from storage import open_redis
+    from service.cli_redis import cli_redis
     from storage.key_families import FAMILIES, store_stats
 
     settings = load_settings()
-    async with open_redis(
-        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
-    ) as client:
+    async with cli_redis(settings) as client:
         stats = await store_stats(client, settings.redis_prefix, sample=sample)
         used = _used_memory(await client.info("memory"))
     bounds = {family.name: family.bound for family in FAMILIES}

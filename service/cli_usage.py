@@ -77,17 +77,15 @@ def _command(handler: _Handler) -> Callable[[argparse.Namespace], int]:
 
 async def _with_desk(handler: _Handler, args: argparse.Namespace) -> int:
     from channels.usage import Budget, UsageDesk
-    from service.cli_admin import store_url
+    from service.cli_redis import cli_redis
     from service.settings import load_settings
     from service.usage_api import check_user
-    from storage import Keys, UsageLedger, open_redis
+    from storage import Keys, UsageLedger
 
     args.platform = check_user(args.platform, args.user_id)
     settings = load_settings()
     budget = Budget.from_usd(settings.budget_daily_usd, settings.budget_weekly_usd)
-    async with open_redis(
-        store_url(settings), settings.data_dir, cluster=settings.redis_cluster
-    ) as client:
+    async with cli_redis(settings) as client:
         ledger = UsageLedger(client, keys=Keys(settings.redis_prefix))
         return await handler(args, UsageDesk(ledger=ledger, budget=budget))
 
