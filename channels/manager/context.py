@@ -17,7 +17,7 @@ from switchboard.state import BusyMode, Lock, RateDecision
 
 if TYPE_CHECKING:
     from channels.manager.batches import Batch
-    from channels.manager.delivery import Delivered
+    from channels.manager.delivered import Delivered
     from channels.manager.hold import ThreadHold
 
 __all__ = ["ChatOrder", "MessageContext", "Next", "Outcome", "TurnSession", "turn_context"]

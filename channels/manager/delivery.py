@@ -18,13 +18,14 @@ batch is tried again later (attempts are bounded).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import structlog
 
 from channels import metrics
 from channels.adapter import Adapter, Chunk, ReplyStream, SentRef
 from channels.manager.context import TurnSession
+from channels.manager.delivered import Delivered
 from channels.manager.files import send_turn_files
 from channels.manager.hold import LockLost
 from channels.manager.ledger import Piece, TurnRecord
@@ -33,31 +34,12 @@ from channels.manager.replies import Responder
 from channels.message import ReplyTarget
 from switchboard.errors import PlatformError, PlatformRateLimited
 
-__all__ = ["Delivered", "Receipt", "ReplyDelivery"]
+__all__ = ["Receipt", "ReplyDelivery"]
 
 _log = structlog.get_logger(__name__)
 
 Receipt = Callable[[dict[int, str]], Awaitable[None]]
 """Records that pieces were accepted: piece index → `<chat>|<id>,<id>`."""
-
-
-@dataclass(slots=True)
-class Delivered:
-    """Where the answer landed: every message id it occupies, in its chat."""
-
-    chat_id: str = ""
-    message_ids: list[str] = field(default_factory=list)
-    unreceipted: dict[int, str] = field(default_factory=dict)  # sent last; `finish` receipts it
-
-    def add(self, sent: SentRef) -> str:
-        self.chat_id = sent.chat_id or self.chat_id
-        self.message_ids += sent.message_ids
-        return f"{sent.chat_id}|{','.join(sent.message_ids)}"
-
-    def add_receipt(self, receipt: str) -> None:
-        chat, _, ids = receipt.partition("|")
-        self.chat_id = chat or self.chat_id
-        self.message_ids += [i for i in ids.split(",") if i]
 
 
 class ReplyDelivery:

@@ -40,7 +40,8 @@ from channels.manager.batches import Batch, pick_batch, recorded_batch
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
-from channels.manager.delivery import Delivered, ReplyDelivery
+from channels.manager.delivered import Delivered
+from channels.manager.delivery import ReplyDelivery
 from channels.manager.files import fetch_batch_files
 from channels.manager.history import ConversationHistory
 from channels.manager.hold import LockLost, ThreadHold
