@@ -11,7 +11,7 @@ The texts are pure functions of plain values (tested without Redis); `AccessGate
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import structlog
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AccessDecision",
     "AccessGate",
+    "LinkReply",
     "already_linked_text",
     "console_link_text",
     "gate_notice",
@@ -72,6 +73,15 @@ def _account_label(platform: Platform) -> str:
 
 def _subject(platform: Platform, *, is_dm: bool) -> str:
     return f"Your {_account_label(platform)}" if is_dm else f"This {_place(platform).workspace}"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkReply:
+    """The answer to `/link`, and the token it shows (None when it shows none), so a reply
+    that never reached its person can be withdrawn (`AccessGate.withdraw`)."""
+
+    text: str = field(repr=False)
+    token: LinkToken | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,21 +212,21 @@ class AccessGate:
             )
         return await self._links.is_workspace_linked(platform, _workspace_id(msg))
 
-    async def link(self, msg: InboundMessage, *, is_admin: bool) -> str:
+    async def link(self, msg: InboundMessage, *, is_admin: bool) -> LinkReply:
         """The private reply to `/link`: a one-time URL, or why there is none."""
         if msg.platform is Platform.CONSOLE:
-            return console_link_text()
+            return LinkReply(console_link_text())
         platform = str(msg.platform)
         if msg.is_dm:
             kind, target, name = LinkKind.USER, msg.sender_id, msg.sender_name or msg.sender_id
         else:
             if not is_admin:
                 _log.info("link.refused", reason="not_admin")
-                return non_admin_text(msg.platform)
+                return LinkReply(non_admin_text(msg.platform))
             target = _workspace_id(msg)
             kind, name = LinkKind.SERVER, f"{_place(msg.platform).workspace} {target}"
         if await self._links.link_for(kind, platform, target) is not None:
-            return already_linked_text(msg.platform, is_dm=msg.is_dm)
+            return LinkReply(already_linked_text(msg.platform, is_dm=msg.is_dm))
         try:
             token = await self._links.create_token(
                 kind,
@@ -228,11 +238,18 @@ class AccessGate:
             )
         except LinkRateLimited as exc:
             _log.info("link.rate_limited", retry_after=exc.retry_after)
-            return rate_limited_text(exc.retry_after)
+            return LinkReply(rate_limited_text(exc.retry_after))
         _log.info("link.token_created", kind=str(kind))
-        return link_offer_text(
+        text = link_offer_text(
             token, platform=msg.platform, is_dm=msg.is_dm, public_url=self.public_url
         )
+        return LinkReply(text, token)
+
+    async def withdraw(self, reply: LinkReply) -> None:
+        """Revoke the token of a `/link` answer nobody saw (the private message could not be
+        delivered): a token is usable only by the person it was shown to."""
+        if reply.token is not None and await self._links.revoke(reply.token):
+            _log.info("link.token_withdrawn", kind=str(reply.token.kind))
 
     async def unlink(self, msg: InboundMessage) -> str:
         """The private reply to `/unlink`; only the person who linked may unlink from chat."""

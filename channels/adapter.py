@@ -46,10 +46,18 @@ __all__ = [
     "ShowsWorking",
     "Streams",
     "deliver_until_taken",
+    "private_undelivered_text",
 ]
 
 UNSUPPORTED_TEXT = "I can only read text for now."
 """The answer to a message with nothing readable in it (a sticker alone), wherever it is caught."""
+
+
+def private_undelivered_text(who: str, how: str) -> str:
+    """What the conversation hears instead of a private notice that could not reach `who`
+    (a mention or name): `how` they let the bot reach them; never the notice itself."""
+    return f"{who}, I couldn't message you privately: {how}, then ask me here again."
+
 
 Deliver = Callable[[InboundMessage], Awaitable[None]]
 """What an adapter calls for every inbound message, before it acknowledges the platform: returns
@@ -141,8 +149,11 @@ class Adapter(Protocol):
     def typing(self, target: ReplyTarget) -> AbstractAsyncContextManager[None]:
         """Show 'typing…' (refreshed) for as long as the context is open."""
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
-        """A short plain notice to the sender; `private` = ephemeral or DM where the platform can."""
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
+        """A short plain notice to the sender; `private` = ephemeral or DM where the platform can.
+        A private notice is never posted where others see it: when the platform refuses to
+        deliver it privately (DMs closed or never opened), the conversation gets only
+        `private_undelivered_text` and the answer is False; True once it was shown as asked."""
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         """Close the press on the platform side (callback answer / interaction response);

@@ -258,8 +258,9 @@ class ConsoleAdapter:
                 self._write(f"\r{frame} thinking…")
             await asyncio.sleep(0.1)
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
-        self._write(f"bot> {text}\n")
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
+        self._write(f"bot> {text}\n")  # the terminal is its one person's own
+        return True
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         return None

@@ -18,7 +18,8 @@ so the scripts below run on Redis Cluster, where a script's keys must share one 
   gate reads only this); `sb:acctlinks:<account>` and `sb:links` sets of link ids.
 
 Confirm is one Lua script: it checks the token and the target and, only if both are free, writes
-the link and marks the token used, so concurrent confirms give exactly one link.
+the link and marks the token used, so concurrent confirms give exactly one link. `revoke` (also
+one script) ends a pending token now, e.g. one whose private message never reached its person.
 """
 
 from __future__ import annotations
@@ -122,6 +123,14 @@ redis.call('SADD', KEYS[6], ARGV[5])
 redis.call('HSET', KEYS[1], 'status', 'used', 'link_id', ARGV[5])
 redis.call('DEL', KEYS[2])
 return 'ok'
+"""
+
+_REVOKE = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'pending' then return 0 end
+redis.call('HSET', KEYS[1], 'expires_at', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
 """
 
 _REMOVE = """
@@ -279,6 +288,7 @@ class Links:
         self._create_token = client.register_script(_CREATE_TOKEN)
         self._confirm = client.register_script(_CONFIRM)
         self._remove = client.register_script(_REMOVE)
+        self._revoke = client.register_script(_REVOKE)
 
     # -- tokens -------------------------------------------------------------------------------
 
@@ -346,6 +356,19 @@ class Links:
             expires_at=now + self.token_ttl_s,
             state=TokenState.PENDING,
         )
+
+    async def revoke(self, token: LinkToken) -> bool:
+        """End a pending token now (it reads as expired), e.g. one whose message never reached
+        the person it was made for; False when it was no longer pending."""
+        with redis_errors("link token revoke"):
+            done = await self._revoke(
+                keys=[
+                    self._keys.link_token(token.token),
+                    self._keys.link_pending(str(token.kind), token.platform, token.target_id),
+                ],
+                args=[token.token, repr(self._clock())],
+            )
+        return bool(int(done))
 
     async def peek(self, token: str) -> LinkToken:
         """The token and its current state; raises `TokenNotFound` for unknown or malformed ones."""

@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import discord
@@ -52,6 +52,7 @@ from channels.adapter import (
     ReplyStream,
     SentRef,
     deliver_until_taken,
+    private_undelivered_text,
 )
 from channels.bindings import DEFAULT_POLICY, PlacePolicy, PolicyFor, Subject
 from channels.commands import CommandSpec
@@ -973,6 +974,8 @@ class DiscordAdapter:
         return True
 
     async def _direct(self, msg: InboundMessage, text: str) -> bool:
+        """A DM to the sender; False when Discord refused it (50007: they allow no DMs from
+        this server's members). A network or server failure is raised: it may have arrived."""
         try:
             async with translated("direct message"):
                 dm = await self._client.create_dm(discord.Object(int(msg.sender_id)))
@@ -980,19 +983,33 @@ class DiscordAdapter:
             async with translated("direct message"):
                 await dm.send(text[: LIMITS.max_len], allowed_mentions=_NO_PINGS)
         except PlatformError as exc:
+            if exc.code in ("network", "timeout") or (
+                isinstance(exc.code, int) and 500 <= exc.code < 600
+            ):
+                raise
             _log.info("discord.direct_message_failed", code=exc.code)
             return False
         return True
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
+        """An interaction's follow-up (ephemeral when private), else a DM when private: a
+        private notice is never posted in a server's channel; if neither reaches the sender,
+        the channel hears only how to let the bot DM them."""
         native = msg.native
-        ephemeral = private or (native is not None and native.private)
-        if (private or native is not None) and await self._followup(msg, text, ephemeral=ephemeral):
-            return
-        if private and not msg.is_dm and await self._direct(msg, text):
-            return
+        private = private or (native is not None and native.private)
+        if (private or native is not None) and await self._followup(msg, text, ephemeral=private):
+            return True
+        if private and not msg.is_dm:
+            if await self._direct(msg, text):
+                return True
+            how = "allow direct messages from this server's members (its Privacy Settings)"
+            told = private_undelivered_text(f"<@{int(msg.sender_id)}>", how)
+            target = replace(msg.target, reply_to_id=msg.provider_message_id or None)
+            await self.send(target, [Chunk(text=told, plain=told)])
+            return False
         short = text[: LIMITS.max_len]
         await self.send(msg.target, [Chunk(text=short, plain=short)])
+        return True
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         """The press was already acknowledged (deferred) on arrival; a notice goes to the presser

@@ -3,7 +3,9 @@
 
 A native command (`InboundMessage.native`) is answered through the platform's own channel for it
 (`adapter.notify`: Discord's follow-up, Slack's response_url), private where the registry says so;
-text commands keep answering in the conversation, `/link` and `/unlink` privately.
+text commands keep answering in the conversation, `/link` and `/unlink` privately. A private
+answer that cannot reach its sender is shown to nobody (the adapter tells the conversation only
+that it could not), and the `/link` token it carried is revoked.
 """
 
 from __future__ import annotations
@@ -113,12 +115,13 @@ class CommandDesk:
         if self._access is None:
             await adapter.notify(msg, "Linking is not enabled on this Switchboard.", private=True)
             return
-        if command.name is CommandName.LINK:
-            is_admin = msg.is_dm or await adapter.is_workspace_admin(msg)
-            text = await self._access.link(msg, is_admin=is_admin)
-        else:
-            text = await self._access.unlink(msg)
-        await adapter.notify(msg, text, private=True)
+        if command.name is CommandName.UNLINK:
+            await adapter.notify(msg, await self._access.unlink(msg), private=True)
+            return
+        is_admin = msg.is_dm or await adapter.is_workspace_admin(msg)
+        reply = await self._access.link(msg, is_admin=is_admin)
+        if not await adapter.notify(msg, reply.text, private=True):
+            await self._access.withdraw(reply)  # never shown: nobody may use it
 
     async def run(self, ctx: MessageContext, command: Command) -> None:
         _log.info("command.received", command=str(command.name), native=ctx.msg.native is not None)

@@ -486,7 +486,9 @@ class SlackAdapter:
         reject it). The 👀 reaction on receipt is the "working on it" signal instead."""
         yield
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
+        """A private notice is ephemeral (only the sender sees it); one Slack refuses is
+        raised, never posted for the channel to see."""
         safe = _escape(text)
         native = msg.native
         if (
@@ -494,11 +496,12 @@ class SlackAdapter:
             and native.response_url
             and await self._respond(native, safe, private=private or native.private)
         ):
-            return
+            return True
         if private and not msg.is_dm:
             await self._ephemeral(msg, safe)
-            return
+            return True
         await self._post(msg.target, safe)
+        return True
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         """Bolt already acked the press; only a notice (shown to the presser alone) is left."""

@@ -63,6 +63,7 @@ from channels.adapter import (
     QuestionPrompt,
     ReplyStream,
     SentRef,
+    private_undelivered_text,
 )
 from channels.bindings import PolicyFor, Subject
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
@@ -107,6 +108,7 @@ _STOP_TIMEOUT_S = 10.0
 _REACTIONS = {AckKind.QUEUED: "👀", AckKind.STEERED: "✍"}
 _MAX_LABEL = 60
 _ADMIN_STATUSES = frozenset({"creator", "administrator"})
+_UNDELIVERED = frozenset({400, 403})  # Telegram refused the private message: nothing was sent
 
 _log = structlog.get_logger(__name__)
 
@@ -438,16 +440,37 @@ class TelegramAdapter:
         target = replace(msg.target, reply_to_id=msg.provider_message_id)
         await self.send(target, [_plain_chunk(QUEUED_TEXT)])
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
+        """A private notice from a group goes to the sender's private chat, and nowhere else:
+        a bot may not start one (403 until the person opens it, or after they block the bot;
+        400 when Telegram knows no such chat), so then the group hears only how to open it. A
+        network or server failure is raised: the message may have arrived."""
         chunk = _plain_chunk(text)
-        if private and not msg.is_dm:
-            try:
-                dm = ReplyTarget(platform=self.platform, chat_id=msg.sender_id)
-                await self.send(dm, [chunk])
-                return
-            except PlatformError as exc:
-                _log.info("telegram.private_notice_failed", code=exc.code)
-        await self.send(msg.target, [chunk])
+        if not private or msg.is_dm:
+            await self.send(msg.target, [chunk])
+            return True
+        try:
+            await self.send(ReplyTarget(platform=self.platform, chat_id=msg.sender_id), [chunk])
+        except PlatformError as exc:
+            if exc.code not in _UNDELIVERED:
+                raise
+            _log.info("telegram.private_notice_undelivered", code=exc.code)
+            target = replace(msg.target, reply_to_id=msg.provider_message_id or None)
+            await self.send(target, [self._undelivered(msg)])
+            return False
+        return True
+
+    def _undelivered(self, msg: InboundMessage) -> Chunk:
+        """`private_undelivered_text` naming the sender (a link to them, not a ping by
+        @username) and the private chat to open."""
+        name = msg.sender_name or "there"
+        me = self._me.username if self._me is not None else ""
+        how = f"open a chat with me (t.me/{me}) and press Start" if me else "start a chat with me"
+        mention = f'<a href="tg://user?id={int(msg.sender_id)}">{html.escape(name)}</a>'
+        return Chunk(
+            text=private_undelivered_text(mention, html.escape(how, quote=False)),
+            plain=private_undelivered_text(name, how),
+        )
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         if msg.button is None or not msg.button.interaction_id:

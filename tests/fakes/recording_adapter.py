@@ -85,8 +85,9 @@ class RecordingAdapter:
         self.typing_count += 1
         yield
 
-    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> None:
+    async def notify(self, msg: InboundMessage, text: str, *, private: bool = False) -> bool:
         self.notices.append((msg.sender_id, text, private))
+        return True
 
     async def answer_button(self, msg: InboundMessage, notice: str | None) -> None:
         self.button_answers.append((msg.sender_id, notice))

@@ -154,6 +154,8 @@ class FakeTelegram:
         self._holds: dict[str, deque[float]] = defaultdict(deque)
         self.held: list[str] = []  # methods whose call is being held right now (or was)
         self._open_dms: set[int] = set()
+        self._users: set[int] = set()  # ids of everyone who wrote anywhere: their private chats
+        self.blocked: set[int] = set()  # users who blocked the bot in their private chat
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -425,6 +427,7 @@ class FakeTelegram:
             position = utf16_len(source[: max(source.find(quote), 0)])
             message["quote"] = {"text": quote, "position": position, "is_manual": True}
         self.messages[(chat["id"], mid)] = message
+        self._users.add(user["id"])
         if chat["type"] == "private":
             self._open_dms.add(user["id"])
         update = {"update_id": next(self._update_ids), "message": message}
@@ -766,9 +769,15 @@ class FakeTelegram:
         return updated
 
     def _chat(self, chat_id: Any) -> dict[str, Any]:
+        """The chat to send to; a private chat only once its user opened it (Telegram's 403s
+        for one never opened or since blocked; 400 for a user the bot never saw)."""
         chat = self._chats.get(chat_id) if isinstance(chat_id, int) else None
+        if chat is None and chat_id in self._users:
+            raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
         if chat is None:
             raise _ApiError(400, "Bad Request: chat not found")
+        if chat["type"] == "private" and chat_id in self.blocked:
+            raise _ApiError(403, "Forbidden: bot was blocked by the user")
         if chat["type"] == "private" and chat_id not in self._open_dms:
             raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
         return chat

@@ -313,17 +313,21 @@ async def test_typing_is_shown_in_the_target_channel(
     assert fake.calls_to("POST", rf"/channels/{inbox[0].chat_id}/typing")
 
 
-async def test_private_notice_goes_to_dm_and_falls_back_to_channel(
+async def test_private_notice_goes_to_dm_and_never_to_the_channel(
     fake: FakeDiscord, adapter: DiscordAdapter, inbox: list[InboundMessage]
 ) -> None:
     await fake.user_message(at_bot(fake, "link"))
     await wait_until(lambda: inbox)
     msg = inbox[0]
-    await adapter.notify(msg, "secret link", private=True)
+    assert await adapter.notify(msg, "secret link", private=True)
     assert [m["content"] for m in fake.bot_messages(fake.dm_channel(fake.alice))] == ["secret link"]
     fake.dm_closed.add(fake.alice["id"])
-    await adapter.notify(msg, "second link", private=True)
-    assert [m["content"] for m in fake.bot_messages(msg.chat_id)] == ["second link"]
+    assert not await adapter.notify(msg, "second link", private=True)
+    (told,) = fake.bot_messages(msg.chat_id)
+    assert told["content"] == (
+        f"<@{fake.alice['id']}>, I couldn't message you privately: allow direct messages from "
+        "this server's members (its Privacy Settings), then ask me here again."
+    )
 
 
 async def test_workspace_admin_is_manage_server(

@@ -364,7 +364,7 @@ async def test_queued_ack_falls_back_to_a_reply_when_reactions_fail(
     assert notice["reply_to_message"]["message_id"] == update["message"]["message_id"]
 
 
-async def test_private_notice_goes_to_dm_or_falls_back_to_the_chat(
+async def test_private_notice_goes_to_dm_and_never_to_the_group(
     fake: FakeTelegram, stack: tuple[Manager, TelegramAdapter]
 ) -> None:
     _, adapter = stack
@@ -372,10 +372,15 @@ async def test_private_notice_goes_to_dm_or_falls_back_to_the_chat(
     fake.say(fake.dm(ANN), ANN, "/start", push=False)  # Ann has opened a DM with the bot
     from_ann = inbound(fake, adapter, fake.say(group, ANN, mention(fake, "/link"), push=False))
     from_bob = inbound(fake, adapter, fake.say(group, BOB, mention(fake, "/link"), push=False))
-    await adapter.notify(from_ann, "secret link for Ann", private=True)
-    await adapter.notify(from_bob, "link for <Bob> & co", private=True)
+    assert await adapter.notify(from_ann, "secret link for Ann", private=True)
+    assert not await adapter.notify(from_bob, "link for <Bob> & co", private=True)
     assert fake.bot_texts(ANN["id"]) == ["secret link for Ann"]
-    assert fake.bot_texts(GROUP_ID) == ["link for <Bob> & co"]
+    (told,) = fake.bot_messages(GROUP_ID)
+    assert told["text"] == (
+        f"Bob, I couldn't message you privately: open a chat with me (t.me/{fake.username}) "
+        "and press Start, then ask me here again."
+    )
+    assert told["reply_to_message"]["message_id"] == int(from_bob.provider_message_id)
 
 
 async def test_workspace_admin_is_read_from_chat_membership(
