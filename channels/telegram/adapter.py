@@ -65,7 +65,7 @@ from channels.adapter import (
     SentRef,
     private_undelivered_text,
 )
-from channels.bindings import PolicyFor, Subject
+from channels.bindings import DEFAULT_POLICY, PlacePolicy, PolicyFor, Subject
 from channels.message import Attachment, InboundMessage, Platform, ReplyTarget
 from channels.telegram.calls import BotCalls
 from channels.telegram.errors import TokenRedaction, is_not_modified
@@ -292,20 +292,22 @@ class TelegramAdapter:
 
     # -- inbound --------------------------------------------------------------------------------
 
-    def _open_place(self, message: Message) -> bool:
-        """Whether this group answers without a mention (a binding's `require_mention`)."""
+    def _place_policy(self, message: Message) -> PlacePolicy:
+        """This group's binding: whether it answers without a mention (`require_mention`) and
+        which other bots' messages it takes (`allow_bots`). Private chats keep the defaults."""
         if self._policy is None or message.chat.type == "private":
-            return False
+            return DEFAULT_POLICY
         chat, sender = str(message.chat.id), message.from_user
         user = str(sender.id) if sender is not None else ""
-        subject = Subject("telegram", workspace=chat, channel=chat, user=user)
-        return not self._policy(subject).require_mention
+        return self._policy(Subject("telegram", workspace=chat, channel=chat, user=user))
 
     async def _on_message(self, message: Message, event_update: Update) -> None:
         me = self._me
         if me is None:
             return
-        inbound = to_inbound(event_update, me, open_place=self._open_place(message))
+        policy = self._place_policy(message)
+        open_place = not policy.require_mention
+        inbound = to_inbound(event_update, me, open_place=open_place, policy=policy)
         if inbound is not None:
             await self._hand_over(inbound)
             return

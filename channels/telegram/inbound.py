@@ -10,6 +10,8 @@ Rules (the table in `channels/message.py`):
   conversation;
 - group: only a mention of `@botname`, a reply to one of the bot's messages, or a command
   addressed to us (`/cmd@botname`, or a plain `/cmd` we know); `/cmd@OtherBot` is never ours;
+  another bot's message only where the group's binding says `allow_bots` (`mentions`: one that
+  names us, as Telegram's bot-to-bot mode delivers them), our own never;
 - a new group chain is anchored at the mentioning message; a reply to the bot is anchored at the
   bot message it replies to (the manager maps that id to its thread first);
 - a forum topic (`is_topic_message`) is one conversation anchored at `message_thread_id`.
@@ -32,6 +34,7 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Message, MessageEntity, Update
 from pydantic import Field, ValidationError
 
+from channels.bindings import DEFAULT_POLICY, PlacePolicy
 from channels.commands import COMMANDS
 from channels.message import Attachment, ButtonPress, InboundMessage, Platform
 from switchboard.conversation import ContextMessage
@@ -138,11 +141,18 @@ def parse_callback_data(data: str | None) -> tuple[str, int] | None:
     return option.question_id, option.option
 
 
-def is_for_bot(message: Message | dict[str, Any], me: BotIdentity) -> bool:
-    """Whether a message is addressed to the bot (text or not; see `to_inbound` for content)."""
+def is_for_bot(
+    message: Message | dict[str, Any], me: BotIdentity, *, policy: PlacePolicy = DEFAULT_POLICY
+) -> bool:
+    """Whether a message is addressed to the bot (text or not; see `to_inbound` for content).
+    Never our own; another bot's only where the place's `policy` takes them (`allow_bots`; by
+    default never): Telegram's bot-to-bot mode shows us one that carries `/cmd@us` or replies
+    to us, and every one where we are an admin without privacy mode."""
     m = _as_message(message)
     sender = m.from_user
-    if sender is None or sender.is_bot or sender.id == me.id:
+    if sender is None or sender.id == me.id:
+        return False
+    if sender.is_bot and not policy.takes_bot(mentioned=_addresses_bot(m, me)):
         return False
     command = _command(m)
     if command is not None and command[1] and not me.is_me(command[1]):
@@ -152,6 +162,14 @@ def is_for_bot(message: Message | dict[str, Any], me: BotIdentity) -> bool:
     if m.chat.type not in _GROUP_TYPES:
         return False
     if command is not None and (command[1] or command[0].lower() in KNOWN_COMMANDS):
+        return True
+    return _replied_to_bot(m, me) is not None or bool(_mention_spans(m, me))
+
+
+def _addresses_bot(m: Message, me: BotIdentity) -> bool:
+    """Whether a message names the bot: `/cmd@us`, an @us mention, or a reply to our message."""
+    command = _command(m)
+    if command is not None and command[1] and me.is_me(command[1]):
         return True
     return _replied_to_bot(m, me) is not None or bool(_mention_spans(m, me))
 
@@ -170,23 +188,32 @@ def wants_text_notice(update: Update | dict[str, Any], me: BotIdentity) -> bool:
 
 
 def to_inbound(
-    update: Update | dict[str, Any], me: BotIdentity, *, open_place: bool = False
+    update: Update | dict[str, Any],
+    me: BotIdentity,
+    *,
+    open_place: bool = False,
+    policy: PlacePolicy = DEFAULT_POLICY,
 ) -> InboundMessage | None:
     """The normalised message for an update, or None when it is not for the bot. In an
     `open_place` (a group whose binding says `require_mention: false`) a person's message is
-    for the bot without a mention."""
+    for the bot without a mention; `policy` says which other bots' messages are (`is_for_bot`)."""
     u = _as_update(update)
     if u.message is not None:
-        return _from_message(u.message, u.update_id, me, open_place=open_place)
+        return _from_message(u.message, u.update_id, me, open_place=open_place, policy=policy)
     if u.callback_query is not None:
         return _from_press(u.callback_query, u.update_id)
     return None
 
 
 def _from_message(
-    m: Message, update_id: int, me: BotIdentity, *, open_place: bool = False
+    m: Message,
+    update_id: int,
+    me: BotIdentity,
+    *,
+    open_place: bool = False,
+    policy: PlacePolicy = DEFAULT_POLICY,
 ) -> InboundMessage | None:
-    addressed = is_for_bot(m, me)
+    addressed = is_for_bot(m, me, policy=policy)
     if not addressed and not (open_place and _person_talking(m, me)):
         return None
     raw_text = m.text if m.text is not None else m.caption
