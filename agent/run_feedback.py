@@ -5,6 +5,10 @@ is feedback on exactly the traced run: key `user_score`, score 1 (ðŸ‘) or 0 (ðŸ
 platform as its source. The feedback id is derived from the vote (answer, user, value, time), so
 a resend of the same vote never makes a second entry; a changed vote is a new one. Sending is
 best effort: a failure is logged and the vote stays stored in Redis.
+
+Feedback names its run's project (`session_id`): LangSmith deprecated feedback without it, and a
+SmithDB-only deployment refuses it. The project is the tracer's (`LANGSMITH_PROJECT`, else
+`LANGCHAIN_PROJECT`, else `default`); its id is read once per process, on the first vote.
 """
 
 from __future__ import annotations
@@ -32,8 +36,15 @@ _NAMESPACE = uuid.UUID("6f1c1b0e-0d7e-4d55-9a0b-2f3c5e8a9b71")  # our votes' fee
 class LangSmithVotes:
     """Sends each vote as feedback on its run (`OnVote` for the channel manager)."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, *, project: str = "default") -> None:
         self._client = client
+        self._project = project
+        self._project_id: uuid.UUID | None = None
+
+    async def _session_id(self) -> uuid.UUID:
+        if self._project_id is None:
+            self._project_id = (await self._client.read_project(project_name=self._project)).id
+        return self._project_id
 
     async def __call__(self, vote: VoteRecord) -> None:
         try:
@@ -44,6 +55,7 @@ class LangSmithVotes:
             await self._client.create_feedback(
                 run_id,
                 FEEDBACK_KEY,
+                session_id=await self._session_id(),
                 score=1 if vote.value is VoteValue.UP else 0,
                 feedback_id=uuid.uuid5(_NAMESPACE, f"{vote.field}|{vote.value}|{vote.at}"),
                 source_info={"platform": vote.platform},
@@ -67,4 +79,5 @@ def langsmith_votes(environ: Mapping[str, str], **client: Any) -> LangSmithVotes
         from langsmith import AsyncClient
     except ImportError:
         return None
-    return LangSmithVotes(AsyncClient(**client))
+    project = environ.get("LANGSMITH_PROJECT") or environ.get("LANGCHAIN_PROJECT") or "default"
+    return LangSmithVotes(AsyncClient(**client), project=project)

@@ -18,6 +18,8 @@ from switchboard.feedback import VoteRecord, VoteValue
 class FakeLangSmith:
     def __init__(self) -> None:
         self.posts: list[dict[str, Any]] = []
+        self.project_ids: dict[str, uuid.UUID] = {}
+        self.project_reads: list[str] = []
         self.status = 200
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -32,10 +34,19 @@ class FakeLangSmith:
     async def _info(self, request: web.Request) -> web.Response:
         return web.json_response({"version": "0.0-fake"})
 
+    async def _sessions(self, request: web.Request) -> web.Response:
+        """`GET /sessions?name=…`: the project by name, as LangSmith lists it."""
+        self.project_reads.append(request.query.get("name", ""))
+        name = request.query.get("name", "")
+        project = {"id": str(self.project_ids.setdefault(name, uuid.uuid4())), "name": name}
+        tenant = {"tenant_id": str(uuid.UUID(int=1)), "reference_dataset_id": None}
+        return web.json_response([{**project, **tenant}])
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/feedback", self._feedback)
         app.router.add_get("/info", self._info)
+        app.router.add_get("/sessions", self._sessions)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -81,6 +92,25 @@ async def test_a_vote_becomes_feedback_on_its_run_once_however_often_it_is_sent(
     assert first["id"] == again["id"] != changed["id"]
     assert first["feedback_source"]["metadata"] == {"platform": "slack"}
     assert langsmith.posts[0]["key"] == "ls-test-key"
+
+
+async def test_feedback_names_the_tracers_project_read_once(
+    langsmith: FakeLangSmith, recwarn: pytest.WarningsRecorder
+) -> None:
+    """LangSmith deprecated run feedback without `session_id` (a SmithDB-only deployment
+    refuses it): each vote names the project the run was traced to."""
+    env = {"LANGSMITH_TRACING": "true", "LANGSMITH_PROJECT": "support-bot"}
+    votes = langsmith_votes(env, api_url=langsmith.url, api_key="k")
+    assert votes is not None
+    try:
+        await votes(_vote(VoteValue.UP))
+        await votes(_vote(VoteValue.DOWN))
+    finally:
+        await votes.aclose()
+    project = str(langsmith.project_ids["support-bot"])
+    assert [p["body"]["session_id"] for p in langsmith.posts] == [project, project]
+    assert langsmith.project_reads == ["support-bot"]
+    assert not [w for w in recwarn if "session_id" in str(w.message)]
 
 
 async def test_a_refused_export_is_only_logged(langsmith: FakeLangSmith) -> None:
