@@ -177,3 +177,25 @@ async def test_cancel_with_and_without_a_note(fake: FakeSlack, adapter: SlackAda
     await asyncio.sleep(0.2)
     assert await stream.cancel("(stopped)") is not None
     assert fake.texts_in("C1") == ["Partial answer\n\n_(stopped)_"]
+
+
+async def test_after_a_refused_stream_an_answer_written_in_3_s_shows_more_than_one_state(
+    fake: FakeSlack, adapter: SlackAdapter
+) -> None:
+    """The fallback posts what it has when it takes over, then edits at its interval: a reader
+    of a 3-second answer sees it grow (a post and at least one edit before the final one),
+    not one partial state and then the whole; so does the next answer there, whose channel's
+    refusal is remembered."""
+    fake.refuse_streaming = "feature_not_enabled"
+    final = render_chunks(REPLY, LIMITS)
+    for reply in ("refused now", "refusal remembered"):
+        calls = len(fake.calls)
+        stream = adapter.open_stream(channel_target("C1"))
+        await write(stream, REPLY, pieces=10, pause=0.3)
+        made = fake.calls[calls:]
+        shows = ("chat.postMessage", "chat.update")
+        shown = [c.params["text"] for c in made if c.method in shows]
+        await stream.finish(final)
+        partial = [t for t in shown if t != final[0].text]
+        assert [c.method for c in made].count("chat.postMessage") == 1
+        assert len(dict.fromkeys(partial)) >= 2, (reply, partial)
