@@ -39,9 +39,7 @@ async def test_a_redis_restart_mid_burst_loses_and_duplicates_nothing(
         fake.say(fake.dm(u), u, f"echo {t}", push=False)
         for u, t in zip(people, tokens, strict=True)
     ]
-    settings = settings_for(
-        fake, valkey.url, "sb:", tmp_path, mode="webhook", lock_ttl_s=2.0
-    )
+    settings = settings_for(fake, valkey.url, "sb:", tmp_path, mode="webhook", lock_ttl_s=2.0)
     tries: list[int] = []
     try:
         async with running_service(settings) as core:
