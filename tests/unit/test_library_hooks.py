@@ -129,3 +129,23 @@ def test_aiogram_request_middlewares_still_see_get_updates() -> None:
 
     assert inspect.iscoroutinefunction(BaseRequestMiddleware.__call__)
     assert GetUpdates.__api_method__ == "getUpdates"
+
+
+def test_aiogram_decode_errors_still_carry_the_decoded_response_and_polling_reuses_its_get_updates() -> (
+    None
+):
+    from aiogram.client.session.base import BaseSession
+    from aiogram.dispatcher.dispatcher import Dispatcher
+    from aiogram.exceptions import ClientDecodeError
+
+    assert list(inspect.signature(ClientDecodeError.__init__).parameters)[1:] == [
+        "message",
+        "original",
+        "data",
+    ]
+    assert "raise ClientDecodeError(msg, e, json_data)" in inspect.getsource(
+        BaseSession.check_response
+    )
+    polling = inspect.getsource(Dispatcher._listen_updates)
+    assert "get_updates = GetUpdates(" in polling
+    assert "get_updates.offset = update.update_id + 1" in polling
