@@ -10,7 +10,7 @@ on the first file and reused) and the work is bounded per worker, not per file:
   its decode cost (computed by the child from the header) before it is decoded, waits while the
   budget is taken, and is refused with a note when it alone needs more than the whole budget;
   each child's address space is limited to the budget as well, in case an estimate is short;
-- a CPU-time limit per file (`DecodeLimits.cpu_s`, `RLIMIT_CPU` in the child) and a wall-clock
+- a CPU-time limit per file (`DecodeLimits.cpu_s`, a CPU timer in the child) and a wall-clock
   backstop: past either the child is killed and the file gets a note that it was too costly;
 - cancelling the awaiting task (turn timeout, `/stop`, a lost lock) kills the child at once.
 
@@ -152,7 +152,8 @@ class _Child:
 
     async def _why(self) -> str:
         code = await self.proc.wait()
-        if code in (-signal.SIGXCPU, -signal.SIGKILL):  # past the soft, or the hard, CPU limit
+        # past the CPU timer, the CPU limit's backstop, or its hard limit
+        if code in (-signal.SIGPROF, -signal.SIGXCPU, -signal.SIGKILL):
             return "cpu"
         return "crash"
 

@@ -13,8 +13,8 @@ What bounds the work, before any decode:
   about 1,032 times) is refused as damaged instead of allocated;
 - a JPEG with more than `MAX_JPEG_SCANS` scans (counted from its SOS markers) is refused;
 - a PDF is read for at most `MAX_PDF_PAGES` pages and `max_chars` characters.
-And during it, in the child: a CPU-time limit per file (`RLIMIT_CPU`, the kernel kills the child
-past it) and an address-space limit (`RLIMIT_AS`) of the budget.
+And during it, in the child: a CPU-time limit per file (a profiling timer, the kernel kills the
+child past it) and an address-space limit (`RLIMIT_AS`) of the budget.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 import math
 import os
 import resource
+import signal
 import struct
 import sys
 from typing import IO, Any
@@ -294,6 +295,8 @@ def serve(memory_bytes: int) -> None:
         except MemoryError:
             write_frame(out, {"error": "memory"})
             return
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)  # idle until the next request
         if reply is not None:
             write_frame(out, reply)
 
@@ -315,9 +318,13 @@ def _answer(
 
 
 def _limit_cpu(seconds: float) -> None:
-    """The kernel sends SIGXCPU (default: terminate) once this request has used `seconds`."""
+    """This request may use `seconds` of CPU: a profiling timer (CPU time of this process, to
+    the tick) sends SIGPROF, whose default is to terminate, once it has. `RLIMIT_CPU` counts
+    whole seconds of the process's life, so alone it granted up to a second more than asked
+    (what the imports had used, rounded up); it stays as a backstop a second later."""
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    _set_soft(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime + seconds))
+    _set_soft(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime + seconds) + 1)
 
 
 def _set_soft(kind: int, soft: int) -> None:
