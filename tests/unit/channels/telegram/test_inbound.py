@@ -10,6 +10,7 @@ from aiogram.types import Message, Update
 from channels.message import Platform, conversation_key
 from channels.telegram import LIMITS, BotIdentity, is_for_bot, to_inbound
 from channels.telegram.inbound import (
+    _SERVICE_KINDS,
     callback_data,
     parse_callback_data,
     wants_text_notice,
@@ -356,3 +357,60 @@ def test_document_or_voice_alone_in_a_dm_is_delivered_without_a_notice() -> None
     assert msg is not None and [(a.kind, a.name) for a in msg.attachments] == [
         ("audio", "voice.ogg")
     ]
+
+
+def test_a_checklist_is_delivered_as_its_title_and_tasks() -> None:
+    checklist = {
+        "title": "Trip",
+        "tasks": [
+            {"id": 1, "text": "book the train", "completed_by_user": ANN, "completion_date": 5},
+            {"id": 2, "text": "pack", "completion_date": 0},
+        ],
+    }
+    data = update(message(None, checklist=checklist))
+    msg = to_inbound(data, ME)
+    assert msg is not None
+    assert msg.text == "Checklist: Trip\n- [x] book the train\n- [ ] pack"
+    assert not wants_text_notice(data, ME)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"live_photo": {"file_id": "l", "file_unique_id": "lu", "width": 1, "height": 1,
+                        "duration": 1, "photo": []}},
+        {"paid_media": {"star_count": 5, "paid_media": []}},
+        {"dice": {"emoji": "🎲", "value": 3}},
+        {"a_kind_from_a_newer_bot_api": {"x": 1}},
+    ],
+    ids=["live_photo", "paid_media", "dice", "unknown"],
+)  # fmt: skip
+def test_a_private_message_of_a_kind_we_cannot_read_gets_the_notice(
+    content: dict[str, Any],
+) -> None:
+    data = update(message(None, **content))
+    assert to_inbound(data, ME) is None
+    assert wants_text_notice(data, ME)
+
+
+def test_a_private_service_message_gets_no_notice() -> None:
+    data = update(message(None, write_access_allowed={"from_request": True}))
+    assert to_inbound(data, ME) is None
+    assert not wants_text_notice(data, ME)
+
+
+def test_every_content_type_aiogram_knows_is_either_content_or_a_named_service_kind() -> None:
+    """An aiogram upgrade adds the Bot API's new kinds to `ContentType`: a new service kind must
+    be named in `_SERVICE_KINDS` here (or it would be answered with the notice), and a name there
+    that aiogram dropped is stale."""
+    from aiogram.enums import ContentType
+
+    known = {c.value for c in ContentType}
+    content = {
+        "unknown", "any", "text", "animation", "audio", "document", "live_photo", "paid_media",
+        "photo", "sticker", "story", "video", "video_note", "voice", "checklist", "contact",
+        "dice", "game", "poll", "venue", "location", "giveaway", "giveaway_winners",
+        "rich_message",
+    }  # fmt: skip
+    assert known >= _SERVICE_KINDS
+    assert known - _SERVICE_KINDS == content
