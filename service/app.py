@@ -291,6 +291,7 @@ async def build_core(
             max_concurrent_turns=settings.max_concurrent_turns,
             sweep_every_s=min(2.0, settings.lock_ttl_s / 2),
             max_attempts=settings.max_attempts,
+            queue_max_age_s=settings.queue_max_age_s,
             lock_ttl_s=settings.lock_ttl_s,
             streaming=settings.streaming == "on",
             max_streams=settings.max_streams,

@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     """How soon a dead worker's thread lock and inbox entries pass to another worker."""
     max_attempts: int = Field(5, ge=1, le=100, validation_alias=_env("SWITCHBOARD_MAX_ATTEMPTS"))
     """Takes of one queued batch (failures, crashes) before it is answered with an error."""
+    queue_max_age_s: float = Field(
+        3600, ge=0, le=30 * 86_400, validation_alias=_env("SWITCHBOARD_QUEUE_MAX_AGE_S")
+    )
+    """A message sent longer ago than this when its turn would start is told so, not answered
+    (the service was down, or it waited behind long turns); 0: no bound."""
     rate_limit_per_minute: int = Field(20, ge=1, validation_alias=_env("SWITCHBOARD_RATE_LIMIT"))
     max_input_chars: int = Field(
         32_000, ge=100, validation_alias=_env("SWITCHBOARD_MAX_INPUT_CHARS")

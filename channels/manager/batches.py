@@ -4,6 +4,9 @@ A batch is the queue front: consecutive typed messages joined in arrival order (
 where several people talk), up to `max_chars` (at least one message, which the gates already held
 to that limit), or one button press alone. Unreadable entries and presses for a question that is
 no longer open are answered by dropping them, so they never block the queue.
+
+A message that waited too long (`stale_message`) is not answered by the model at all: the time it
+was sent is the platform's timestamp where the event carried one, else its arrival in the inbox.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ __all__ = [
     "message_line",
     "pick_batch",
     "recorded_batch",
+    "sent_time",
+    "stale_message",
 ]
 
 
@@ -122,3 +127,36 @@ def recorded_batch(items: Sequence[QueuedItem], entries: Sequence[str]) -> Batch
     if not messages:
         return None
     return Batch(messages, list(entries), "", False, 0)
+
+
+def sent_time(item: QueuedItem, msg: InboundMessage) -> float | None:
+    """When a queued message was sent (epoch seconds): the platform's timestamp, else its arrival
+    in the inbox (the entry id's milliseconds, from Redis's clock); None when neither is known."""
+    if msg.sent_at > 0:
+        return msg.sent_at
+    ms, sep, _rest = item.entry_id.partition("-")
+    if not sep or not ms.isdigit():
+        return None
+    return int(ms) / 1000
+
+
+def stale_message(
+    items: Sequence[QueuedItem], *, now: float, max_age_s: float
+) -> tuple[str, InboundMessage, float] | None:
+    """The first queued message sent more than `max_age_s` before `now`, with its age: a day-old
+    message answered as if just sent would surprise its sender more than a note saying so.
+    `max_age_s` 0 disables the bound. A button press is left alone: the question it answers
+    expires on its own clock."""
+    if max_age_s <= 0:
+        return None
+    for item in items:
+        try:
+            msg = decode_message(item.payload)
+        except CorruptPayload:
+            continue  # the batch drops it
+        if msg.button is not None:
+            continue
+        sent = sent_time(item, msg)
+        if sent is not None and now - sent > max_age_s:
+            return item.entry_id, msg, now - sent
+    return None

@@ -64,6 +64,7 @@ class ManagerConfig:
     max_concurrent_turns: int = 64  # messages one worker handles at once; the rest wait
     max_deliveries: int = 5  # an entry handed out this often is answered with an error instead
     max_attempts: int = 5  # takes of one queued batch before it is answered with an error
+    queue_max_age_s: float = 3600.0  # an older message is told so instead of answered (0: off)
     lock_ttl_s: float = 30.0  # the thread lock's TTL: closing steps retry at least this long
     retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # storage errors, before reclaim
     sweep_every_s: float = 2.0  # how often orphaned queues and stalled entries are looked for

@@ -49,6 +49,7 @@ class TurnRecord:
     pieces: tuple[Piece, ...] = ()
     answered_question: str = ""  # the question this batch answered (dropped at finish)
     usage: TurnUsage = field(default_factory=TurnUsage)
+    refusal: bool = False  # the batch was refused, not run: said as a reply to its message
 
     def charge(self) -> TurnResult | None:
         """What the budget is charged for (idempotent per run id), or None for no run."""
@@ -65,6 +66,8 @@ class TurnRecord:
             "usage": [asdict(c) for c in self.usage.calls],
             "pieces": [_piece_doc(p) for p in self.pieces],
         }
+        if self.refusal:
+            doc["refusal"] = True
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
 
     @classmethod
@@ -79,6 +82,7 @@ class TurnRecord:
                 pieces=tuple(_piece(p) for p in doc["pieces"]),
                 answered_question=str(doc.get("answered", "")),
                 usage=TurnUsage(tuple(ModelCall(**c) for c in doc.get("usage", ()))),
+                refusal=bool(doc.get("refusal", False)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(f"unreadable reply ledger ({exc.__class__.__name__})") from None

@@ -36,7 +36,7 @@ from channels import metrics
 from channels.adapter import AckKind, Adapter, Chunk
 from channels.bindings import NO_BINDING, BindingResolver, Effective
 from channels.manager.askers import is_asker
-from channels.manager.batches import Batch, pick_batch, recorded_batch
+from channels.manager.batches import Batch, pick_batch, recorded_batch, stale_message
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
@@ -78,6 +78,10 @@ _FULL_TEXT = (
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
 _MAX_BACKOFF_S = 600.0
+_TOO_OLD_TEXT = (
+    "This message came in too long ago for me to answer it now; "
+    "please send it again if it still matters."
+)
 _NOT_THEIRS_TEXT = (
     "My question here is for the person I asked, so I didn't take this as its answer. "
     "Please send your message again once they have replied."
@@ -348,7 +352,7 @@ class TurnScheduler:
         if recorded is not None:
             record, batch = recorded
             session.batch = batch
-            session.target = _target(batch)
+            session.target = _refusal_target(batch.last) if record.refusal else _target(batch)
             assert slot.ledger is not None
             receipts = slot.ledger.receipts
             _log.info("turn.resumed_from_ledger", pieces=len(record.pieces), sent=len(receipts))
@@ -356,6 +360,11 @@ class TurnScheduler:
                 unsent = len(record.pieces) > len(receipts)
                 return await self._out_of_attempts(session, batch, record, say=unsent)
         else:
+            stale = stale_message(
+                slot.items, now=time.time(), max_age_s=self._config.queue_max_age_s
+            )
+            if stale is not None:
+                return await self._too_old(session, *stale)
             strangers = _not_answers(slot.items, slot.question)
             if strangers:
                 return await self._not_theirs(session, strangers)
@@ -382,6 +391,27 @@ class TurnScheduler:
         with session.quiet():  # the answer is recorded: a stop has nothing left to cancel
             delivered = await self._delivery.deliver(
                 session, record, receipts, lambda sent: self._receipt(session, sent)
+            )
+        session.answered = delivered
+        return await self._finish(session, batch, record, delivered)
+
+    async def _too_old(
+        self, session: TurnSession, entry_id: str, msg: InboundMessage, age_s: float
+    ) -> Slot:
+        """A message older than `queue_max_age_s` when its turn would start (the service was
+        down, or the queue stood behind long turns): never run, it is told so in a reply, a
+        batch of its own. The refusal goes through the reply ledger like any answer, so a
+        batch taken again resends it at most once and the entry is finished as answered."""
+        _log.info("message.too_old", age_s=round(age_s))
+        batch = Batch([msg], [entry_id], "", False, 0)
+        session.batch = batch
+        session.target = _refusal_target(msg)
+        record = TurnRecord((entry_id,), pieces=_said(session.adapter, _TOO_OLD_TEXT), refusal=True)
+        if not await self._s.queue.record(session.lock, record.encode()):
+            raise LockLost
+        with session.quiet():
+            delivered = await self._delivery.deliver(
+                session, record, {}, lambda sent: self._receipt(session, sent)
             )
         session.answered = delivered
         return await self._finish(session, batch, record, delivered)
@@ -619,6 +649,11 @@ def _target(batch: Batch) -> ReplyTarget:
     if not last.is_dm and len(batch.messages) > 1:
         target = replace(target, reply_to_id=last.provider_message_id or target.reply_to_id)
     return target
+
+
+def _refusal_target(msg: InboundMessage) -> ReplyTarget:
+    """A refusal replies to the message it refuses, in a DM too (`Responder.refuse`)."""
+    return replace(msg.target, reply_to_id=msg.provider_message_id or None)
 
 
 def _adapter_for(slot: Slot, adapters: dict[Platform, Adapter]) -> Adapter | None:

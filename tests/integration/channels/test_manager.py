@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import time
 from dataclasses import replace
 
 import pytest
@@ -138,7 +139,8 @@ async def test_crashed_worker_leaves_nothing_stuck(make_manager, redis, keys: Ke
     # a worker that took the lock with a message in the queue, then died without a word
     dead = ThreadQueue(redis, keys=keys, lock_ttl_s=0.3)
     orphan = encode_message(dm("queued before crash"))
-    assert (await dead.submit(thread_id, "1-0", orphan, "dead-token")).lock is not None
+    entry = f"{int(time.time() * 1000)}-0"  # an inbox id: arrived just now
+    assert (await dead.submit(thread_id, entry, orphan, "dead-token")).lock is not None
     await wait_until(lambda: _not_locked(redis, keys, thread_id))
     await manager.deliver(dm("echo after"))
     await manager.idle()
