@@ -1,6 +1,8 @@
 """Threads whose queued messages wait on a lock holder, checked by a sweeper once they are due.
 
-`sb:orphans` is a zset: member = thread id, score = when to check (unix s). A message that joins
+`sb:orphans` is a zset: member = thread id, score = when to check (unix s, in Redis's clock like
+the leases, so workers whose clocks disagree neither sweep early nor starve a thread: `watch`
+scores with the server's `TIME` and `due` reads up to it, each in one script). A message that joins
 a busy thread's queue adds its thread, due a lock TTL later. A live holder answers the queue
 long before that; if the holder died (or its last step failed), the sweeper finds the thread due,
 takes the free lock and answers the queue, so no queued message waits for a new message to come.
@@ -26,6 +28,22 @@ from storage.shards import LEARN_EVERY_S, Layout, others
 
 __all__ = ["Orphans"]
 
+# KEYS: the shard's zset. ARGV: thread id, seconds from now (the server's now).
+_WATCH = """
+local t = redis.call('TIME')
+local due = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], 'GT', string.format('%.6f', due), ARGV[1])
+return 1
+"""
+
+# KEYS: the shard's zset. ARGV: the most to return. The threads due by the server's now.
+_DUE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now),
+  'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+"""
+
 _FORGET = """
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if score and tonumber(score) <= tonumber(ARGV[2]) then redis.call('ZREM', KEYS[1], ARGV[1]) end
@@ -40,6 +58,8 @@ class Orphans:
         self.layout = Layout(shards)
         self.grace_s = grace_s
         self._forget = client.register_script(_FORGET)
+        self._watch = client.register_script(_WATCH)
+        self._due = client.register_script(_DUE)
         self._layouts: tuple[Layout, ...] = (
             self.layout,
         )  # this one first, then those being drained
@@ -48,15 +68,14 @@ class Orphans:
     async def watch(self, thread_id: str, after_s: float | None = None) -> None:
         """Check this thread `after_s` (default `grace_s`) from now, later if already due
         later: a failed batch's backoff is never cut short by a message queueing behind it."""
-        due = time.time() + (self.grace_s if after_s is None else after_s)
+        after = self.grace_s if after_s is None else after_s
         key = self._keys.orphans(self.layout.tag_for(thread_id))
         with redis_errors("orphan watch"):
-            await self._r.zadd(key, {thread_id: due}, gt=True)
+            await self._watch(keys=[key], args=[thread_id, repr(after)])
 
     async def due(self, limit: int = 50) -> list[tuple[str, float]]:
         """Threads due for a check, with the score seen (pass it back to `forget`), at most
         `limit` from each shard."""
-        now = time.time()
         with redis_errors("orphan scan"):
             if time.monotonic() >= self._learn_at:  # a first call, then every few seconds
                 members = await self._r.smembers(self._keys.inbox_layouts())
@@ -64,13 +83,10 @@ class Orphans:
                 counts = others(members, self.layout.count)
                 self._layouts = (self.layout, *(Layout(n) for n in counts))
             keys = [self._keys.orphans(t) for layout in self._layouts for t in layout.tags]
-            async with self._r.pipeline(transaction=False) as pipe:
-                for key in keys:
-                    pipe.zrangebyscore(key, "-inf", now, start=0, num=limit, withscores=True)
-                shards = await pipe.execute()
+            shards = await asyncio.gather(*(self._due(keys=[key], args=[limit]) for key in keys))
         seen: dict[str, float] = {}
         for rows in shards:
-            for t, s in rows:
+            for t, s in zip(rows[::2], rows[1::2], strict=True):
                 thread_id = t.decode() if isinstance(t, bytes) else t
                 seen[thread_id] = max(float(s), seen.get(thread_id, float("-inf")))
         return list(seen.items())

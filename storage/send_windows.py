@@ -10,9 +10,9 @@ the caller waits. All windows of one owner share the `{<owner>}` hash tag. A res
 makes a resend after a lost reply book nothing twice. A platform's 429 is told to the whole
 fleet with `hold`: placeholder members (`hold:<n>`) fill the windows until its retry-after ends.
 
-| key                          | type | value                              | TTL              |
-|------------------------------|------|------------------------------------|------------------|
-| `sb:pace:{<owner>}:<scope>`  | zset | reservation id → send time (ms)    | the window, slid |
+| key                          | type | value                                        | TTL              |
+|------------------------------|------|----------------------------------------------|------------------|
+| `sb:pace:{<owner>}:<scope>`  | zset | reservation id → send time (ms, Redis clock) | the window, slid |
 
 | owner                        | scopes                                                      |
 |------------------------------|-------------------------------------------------------------|
@@ -27,7 +27,6 @@ installation or bot, named without its token.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,17 +41,19 @@ if TYPE_CHECKING:
 
 __all__ = ["SendWindow", "SendWindows"]
 
-# KEYS: one zset per window. ARGV: now_ms, reservation id, most ms the caller would wait (-1: any),
-# then (limit, window_ms) per key. Returns the wait in ms, or -1 when it would exceed the most
-# (then nothing is booked).
+# Every score is in Redis's clock (`TIME`), as the leases are: workers whose clocks disagree
+# still share one window. KEYS: one zset per window. ARGV: reservation id, most ms the caller
+# would wait (-1: any), then (limit, window_ms) per key. Returns the wait in ms, or -1 when it
+# would exceed the most (then nothing is booked).
 _RESERVE = """
-local now = tonumber(ARGV[1])
-local most = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local most = tonumber(ARGV[2])
 local at = now
 for i, key in ipairs(KEYS) do
-  local limit, span = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
+  local limit, span = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - span)
-  local mine = redis.call('ZSCORE', key, ARGV[2])
+  local mine = redis.call('ZSCORE', key, ARGV[1])
   if mine then return tonumber(mine) - now end
   if redis.call('ZCARD', key) >= limit then
     local edge = redis.call('ZRANGE', key, -limit, -limit, 'WITHSCORES')
@@ -61,19 +62,21 @@ for i, key in ipairs(KEYS) do
 end
 if most >= 0 and at - now > most then return -1 end
 for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, at, ARGV[2])
-  redis.call('PEXPIRE', key, at - now + tonumber(ARGV[3 + 2 * i]))
+  redis.call('ZADD', key, at, ARGV[1])
+  redis.call('PEXPIRE', key, at - now + tonumber(ARGV[2 + 2 * i]))
 end
 return at - now
 """
 
 # A platform's 429 ("retry after N s"), told to the whole fleet: `limit` placeholder bookings
 # scored so that the window is full until the hold ends (ZADD GT: a shorter hold never shortens
-# a longer one). KEYS: one zset per window. ARGV: now_ms, hold_ms, then (limit, window_ms).
+# a longer one). KEYS: one zset per window. ARGV: hold_ms, then (limit, window_ms).
 _HOLD = """
-local now, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local hold = tonumber(ARGV[1])
 for i, key in ipairs(KEYS) do
-  local limit, span = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local limit, span = tonumber(ARGV[2 * i]), tonumber(ARGV[1 + 2 * i])
   for j = 1, limit do
     redis.call('ZADD', key, 'GT', now + hold - span, 'hold:' .. j)
   end
@@ -104,7 +107,7 @@ class SendWindows:
         """Book one send in every window; seconds to wait before sending. With `most_s`, a
         send that would wait longer books nothing and gets None (a cosmetic update skipped)."""
         most_ms = -1 if most_s is None else int(most_s * 1000)
-        args: list[EncodableT] = [int(time.time() * 1000), secrets.token_hex(8), most_ms]
+        args: list[EncodableT] = [secrets.token_hex(8), most_ms]
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]
@@ -116,7 +119,7 @@ class SendWindows:
 
     async def hold(self, windows: Sequence[SendWindow], seconds: float) -> None:
         """No send in these windows, by any process, for `seconds` (a platform's retry-after)."""
-        args: list[EncodableT] = [int(time.time() * 1000), max(1, int(seconds * 1000))]
+        args: list[EncodableT] = [max(1, int(seconds * 1000))]
         for window in windows:
             args += [window.limit, int(window.seconds * 1000)]
         keys = [self._keys.pace(self._owner, w.scope) for w in windows]

@@ -5,7 +5,9 @@ An app declared as an agent in Slack's settings shows each thread it works in as
 that started it) shows the user Slack's own Stop button, which sends `agent_session_stopped`
 (delivered as that person's `/stop` in the thread); the reply sets the session back to
 `active`. An app that is not an agent gets a refusal, remembered for the process, so it pays
-one failed call and then keeps the assistant status or the 👀 reaction instead.
+one failed call and then keeps the assistant status or the 👀 reaction instead. A failure that
+can pass (a 429 past slack-sdk's retries, Slack's 5xx, the network) is no refusal: that one
+message falls back, the next one tries the session again.
 
 Only sessions this process set working are set back (a bounded map): a fleet whose reply is
 sent by another process than the one that saw the message leaves the session working until the
@@ -26,7 +28,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.slack.assistant import thread_title
-from switchboard.errors import PlatformError
+from switchboard.errors import PlatformError, is_transient
 
 __all__ = ["AgentSessions", "session_stop"]
 
@@ -63,6 +65,9 @@ class AgentSessions:
             )
         except PlatformError as exc:
             self._working.pop(key, None)
+            if is_transient(exc):
+                _log.warning("slack.session_status_failed", code=exc.code)
+                return False
             self._refused = True
             _log.info("slack.sessions_refused", code=exc.code)
             return False

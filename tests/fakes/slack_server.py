@@ -307,6 +307,10 @@ class FakeSlack:
         """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
         self._failures.setdefault(method, []).extend([retry_after] * times)
 
+    def forget_failures(self) -> None:
+        """The 429s `fail_next` still has in store are not sent."""
+        self._failures.clear()
+
     def drop_reply(self, method: str, *, times: int = 1) -> None:
         """The next `times` calls of `method` are carried out, then their connection is cut
         before the response is sent: the caller cannot tell whether Slack accepted them."""

@@ -6,6 +6,8 @@ refused once and keeps its 👀."""
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.integration.channels.slack.test_e2e import StackFactory, make_stack, mention, new_ts
 from tests.support import wait_until
 
@@ -53,3 +55,27 @@ async def test_an_app_that_is_not_an_agent_keeps_its_eyes_reaction(
         await s.settle(n)
     assert [c.params["name"] for c in s.fake.calls_to("reactions.add")] == ["eyes", "eyes"]
     assert len(s.fake.calls_to("agents.sessions.setStatus", ok_only=False)) == 1  # then remembered
+
+
+async def test_a_rate_limited_session_call_falls_back_for_that_message_only(
+    make_stack: StackFactory,
+) -> None:
+    s = await make_stack()
+    s.fake.agent_app = True
+    s.fake.fail_next("agents.sessions.setStatus", times=8)  # past slack-sdk's three 429 retries
+    first = new_ts()
+    await s.say(mention("echo one", ts=first))
+    await s.settle(1)
+    await wait_until(lambda: len(s.fake.calls_to("agents.sessions.setStatus", ok_only=False)) >= 4)
+    await asyncio.sleep(0.2)  # slack-sdk's last retry is answered
+    s.fake.forget_failures()
+    assert ("C1", first, "processing") not in s.fake.session_history  # the fallback showed
+    second = new_ts()
+    await s.say(mention("echo two", ts=second))
+    await s.settle(2)
+    # a 429 is no refusal: the next message is a session again, not the fallback for the
+    # process's life
+    assert [h for h in s.fake.session_history if h[1] == second] == [
+        ("C1", second, "processing"),
+        ("C1", second, "active"),
+    ]
