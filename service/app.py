@@ -418,6 +418,7 @@ def build_adapters(
                 shards=settings.discord_shards,
                 command_guilds=settings.discord_command_guild_ids,
                 policy=policy,
+                votes=settings.feedback == "on",
                 pacer=_shared_pacer(
                     settings, client, SharedPacer, f"discord:{_digest(discord_token)}"
                 ),

@@ -16,6 +16,12 @@ interaction is deferred at once (ephemeral when the registry says the answer is 
 delivered like a message; whichever worker answers it uses the follow-up webhook named by the
 application id and interaction token the message carries (valid 15 minutes), as presses do.
 
+With `votes` (feedback on), a 👍/👎 *reaction* on an answer counts as a press on its 👍/👎
+button does: the reactions intents are asked for (not otherwise: no cost with feedback off),
+the answer's run is read once from its own buttons, and the vote goes to the manager shaped as
+a press, so one vote per person per answer holds across both (a later one replaces it). Taking
+one away withdraws the vote unless the other is still on (asked of Discord, one read).
+
 Every send and edit carries `AllowedMentions.none()` (the client default too): the model's text
 never pings. Every send, edit, streamed update and notice first waits on the channel's and the
 bot's send budget (`discord/pacing.py`: this process's, or the fleet's in Redis when the service
@@ -30,7 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
+import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
@@ -70,14 +78,18 @@ from channels.discord.events import (
     command_to_inbound,
     is_for_bot,
     is_stop_custom_id,
+    other_vote_emoji,
     press_to_inbound,
     question_custom_id,
+    reaction_to_inbound,
+    reaction_value,
     stop_custom_id,
     stop_to_inbound,
     strip_mention,
     thread_name,
     to_inbound,
     vote_custom_id,
+    vote_run,
     vote_to_inbound,
 )
 from channels.discord.files import MAX_UPLOAD_BYTES, DiscordFiles
@@ -96,6 +108,7 @@ __all__ = [
     "INTENTS",
     "LIMITS",
     "MAX_WAITING",
+    "VOTE_INTENTS",
     "BotIdentity",
     "DiscordAdapter",
     "DiscordShard",
@@ -115,6 +128,7 @@ LIMITS = Capabilities(
 )
 
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
+VOTE_INTENTS = discord.Intents(guild_reactions=True, dm_reactions=True)  # with votes on: 👍/👎
 
 EDIT_INTERVAL_S = 1.2  # Discord allows 5 edits per 5 s in a channel; keep under it
 MAX_WAITING = 256  # events read but not yet taken by the inbox before the gateway is paused
@@ -263,10 +277,14 @@ class DiscordAdapter:
         read_timeout_s: float = _READ_TIMEOUT_S,
         command_guilds: Sequence[int] = (),
         policy: PolicyFor | None = None,
+        votes: bool = False,
     ) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
         self._max_waiting = max_waiting
+        self._votes = votes  # a 👍/👎 reaction on an answer is a vote: the reactions intents
+        self._answers: OrderedDict[str, str] = OrderedDict()  # reacted message → run ("": not ours)
+        self._reacting: dict[tuple[str, str], asyncio.Task[None]] = {}  # (message, user) → last
         self._heartbeat_timeout = heartbeat_timeout
         self._waiting = 0  # inbound events read and not yet taken (or given up)
         self._read_gate = asyncio.Event()  # cleared: no gateway session reads (client.py)
@@ -302,12 +320,13 @@ class DiscordAdapter:
             api_base=self._api_base,
             gateway_url=self._gateway_url,
             read_gate=self._read_gate,
-            intents=INTENTS,
+            intents=INTENTS | VOTE_INTENTS if self._votes else INTENTS,
             guild_ready_timeout=self._guild_ready_timeout,
             on_ready=ready.set,
             on_message_payload=self._on_message_payload,
             on_press=self._on_press,
             on_foreign_press=self._on_foreign_press,
+            on_reaction=self._on_reaction if self._votes else None,
             shard=shard,
             heartbeat_timeout=self._heartbeat_timeout,
         )
@@ -511,7 +530,7 @@ class DiscordAdapter:
         task.add_done_callback(self._task_done)
         return task
 
-    def _take_in(self, coro: Any) -> None:
+    def _take_in(self, coro: Any) -> asyncio.Task[None]:
         """Handle one inbound event in its own task. While the inbox cannot take them (a Redis
         outage), tasks would pile up one per event: at `max_waiting` the gateway stops being
         read, and it is read again once half of them were taken. Discord holds the rest."""
@@ -521,7 +540,9 @@ class DiscordAdapter:
             self._read_gate.clear()
             INGRESS_PAUSES.labels(_PLATFORM).inc()
             _log.warning("discord.ingress_paused", waiting=self._waiting)
-        self._spawn(coro).add_done_callback(self._taken)
+        task = self._spawn(coro)
+        task.add_done_callback(self._taken)
+        return task
 
     def _taken(self, _task: asyncio.Task[None]) -> None:
         self._waiting -= 1
@@ -558,6 +579,103 @@ class DiscordAdapter:
         if not self._stopped:
             _log.info("discord.foreign_press", kind=interaction.type.name)
             self._spawn(self._answer_privately(interaction, _PRESS_GONE))
+
+    def _on_reaction(self, payload: dict[str, Any]) -> None:
+        """A 👍/👎 put on or taken off a message by someone other than a bot: maybe a vote on an
+        answer of ours. Any other reaction (a super reaction too), or one on a message known not
+        to be ours, costs nothing more. One person's reactions on one message are handled in the
+        order Discord sent them, so the later one is the vote that stands."""
+        if self._stopped or payload["burst"] or not reaction_value(payload["emoji"]):
+            return
+        me, message_id, user_id = self._identity().id, payload["message_id"], payload["user_id"]
+        if user_id == me or ((payload.get("member") or {}).get("user") or {}).get("bot"):
+            return
+        author = payload.get("message_author_id")  # Discord names it on an add only
+        if author and author != me:
+            _remember(self._answers, message_id, "")
+            return
+        if self._answers.get(message_id) == "":
+            return
+        key = (message_id, user_id)
+        task = self._take_in(self._handle_reaction(payload, after=self._reacting.get(key)))
+        self._reacting[key] = task
+        task.add_done_callback(functools.partial(self._reacted, key))
+
+    def _reacted(self, key: tuple[str, str], task: asyncio.Task[None]) -> None:
+        if self._reacting.get(key) is task:
+            del self._reacting[key]
+
+    async def _handle_reaction(
+        self, payload: dict[str, Any], *, after: asyncio.Task[None] | None
+    ) -> None:
+        """A 👍/👎 on one of our answers as the reacting person's vote, delivered as a press on
+        its button is (whoever sees the answer may rate it, one vote each): putting one on casts
+        it, replacing an earlier one; taking one off leaves the other standing when they still
+        have it on the answer, and withdraws the vote when not."""
+        if after is not None:
+            await asyncio.wait([after])
+        channel_id, message_id, user_id = (
+            payload["channel_id"],
+            payload["message_id"],
+            payload["user_id"],
+        )
+        structlog.contextvars.bind_contextvars(
+            platform=_PLATFORM, chat_id=channel_id, event_id=message_id
+        )
+        run_id = await self._answer_run(channel_id, message_id)
+        if not run_id:
+            return
+        value = reaction_value(payload["emoji"])
+        if payload["event"] == "remove":
+            other = other_vote_emoji(str(payload["emoji"]["name"]))
+            still = await self._still_on(channel_id, message_id, user_id, other)
+            if still is None:
+                return
+            value = reaction_value({"name": other}) if still else ""
+        msg = reaction_to_inbound(
+            payload, value=value, run_id=run_id, event_id=f"r{secrets.token_hex(8)}"
+        )
+        _log.info("vote.reacted", value=value or "withdrawn")
+        await deliver_until_taken(self._deliver, msg, stopping=lambda: self._stopped)
+
+    async def _answer_run(self, channel_id: str, message_id: str) -> str:
+        """The run the reacted message answered, from its own 👍/👎 buttons (read once, then
+        remembered); "" for a message that is not a final answer of ours."""
+        known = self._answers.get(message_id)
+        if known is not None:
+            return known
+        await self._pacing.read()
+        try:
+            async with asyncio.timeout(self._read_timeout_s), translated("read reacted message"):
+                data = await self._client.http.get_message(channel_id, message_id)
+        except (PlatformError, TimeoutError) as exc:
+            _log.warning("discord.reacted_message_unread", code=getattr(exc, "code", "timeout"))
+            return ""
+        me = self._identity().id
+        run = vote_run(data, me)
+        if run or str((data.get("author") or {}).get("id") or "") != me:
+            _remember(self._answers, message_id, run)  # ours without buttons may yet get them
+        return run
+
+    async def _still_on(
+        self, channel_id: str, message_id: str, user_id: str, emoji: str
+    ) -> bool | None:
+        """Whether `user_id` still has the reaction `emoji` on the message (False when Discord
+        cannot tell us: the vote is withdrawn); None when they are a bot. Discord lists who
+        reacted in order of id, so the first one after `user_id - 1` is them if they are there."""
+        await self._pacing.read()
+        try:
+            async with asyncio.timeout(self._read_timeout_s), translated("read reactions"):
+                users = await self._client.http.get_reaction_users(
+                    channel_id, message_id, emoji, 1, after=int(user_id) - 1
+                )
+        except (PlatformError, TimeoutError) as exc:
+            _log.warning("discord.reactions_unread", code=getattr(exc, "code", "timeout"))
+            return False
+        them = [u for u in users if str(u.get("id")) == user_id]
+        if not them:
+            return False
+        return None if them[0].get("bot") else True
 
     def _clients(self) -> list[SwitchboardClient]:
         """Whose caches know guilds, channels and threads: ours, and each open shard's."""

@@ -2,9 +2,11 @@
 hooks where it has none, each checked at start and stepping aside if an upgrade moves what it
 hooks (an error logged once; intake goes on).
 
-Public surface. Button presses come through `on_interaction` and slash commands through the
-command tree's callbacks (`commands.py`); the adapter rebuilds the payload `events.py` reads
-from the `Interaction`'s public attributes (`interaction_payload`). discord.py's view store
+Public surface. Button presses come through `on_interaction`, slash commands through the
+command tree's callbacks (`commands.py`), reactions (with the reactions intents: votes) through
+`on_raw_reaction_add` / `_remove`; the adapter rebuilds the payloads `events.py` reads from the
+`Interaction`'s and the raw reaction event's public attributes (`interaction_payload`,
+`reaction_payload`). discord.py's view store
 holds none of our buttons (every view we send is stopped first; a press is decoded from its
 custom id alone), so it leaves their presses to us. discord.py's start-up warning that voice
 needs PyNaCl/davey (we never join voice) is dropped by a filter on its `discord.client` logger,
@@ -69,6 +71,7 @@ __all__ = [
     "gate_reads",
     "interaction_payload",
     "message_payload",
+    "reaction_payload",
     "routed_webhooks",
     "webhooks_for",
 ]
@@ -77,6 +80,7 @@ DEFAULT_API_BASE = "https://discord.com/api/v10"
 
 PayloadHook = Callable[[dict[str, Any]], None]
 PressHook = Callable[[discord.Interaction], None]
+ReactionHook = Callable[[dict[str, Any]], None]
 
 _log = structlog.get_logger(__name__)
 
@@ -137,6 +141,26 @@ def interaction_payload(interaction: discord.Interaction) -> dict[str, Any]:
         payload["user"] = _user_payload(user)
     if interaction.message is not None:
         payload["message"] = {"id": str(interaction.message.id), "channel_id": str(channel_id)}
+    return payload
+
+
+def reaction_payload(event: discord.RawReactionActionEvent) -> dict[str, Any]:
+    """The MESSAGE_REACTION_ADD / _REMOVE fields `events.py` and the adapter read, from
+    discord.py's raw event (`event` is `add` or `remove`; Discord names the message's author and
+    the guild member only on an add)."""
+    payload: dict[str, Any] = {
+        "event": "add" if event.event_type == "REACTION_ADD" else "remove",
+        "user_id": str(event.user_id),
+        "channel_id": str(event.channel_id),
+        "message_id": str(event.message_id),
+        "emoji": {"id": str(event.emoji.id) if event.emoji.id else None, "name": event.emoji.name},
+        "message_author_id": str(event.message_author_id) if event.message_author_id else None,
+        "burst": event.burst,
+    }
+    if event.guild_id is not None:
+        payload["guild_id"] = str(event.guild_id)
+    if event.member is not None:
+        payload["member"] = {"user": _user_payload(event.member), "nick": event.member.nick}
     return payload
 
 
@@ -371,7 +395,7 @@ def _tapped(state: Any) -> TappedState | None:
 class SwitchboardClient(discord.Client):
     """A `discord.Client` that never pings anyone by default and hands the adapter raw message
     payloads (`on_message_payload`), presses on our buttons (`on_press`) and on anything else
-    (`on_foreign_press`)."""
+    (`on_foreign_press`), and reactions (`on_reaction`, with the reactions intents)."""
 
     def __init__(
         self,
@@ -382,6 +406,7 @@ class SwitchboardClient(discord.Client):
         on_message_payload: PayloadHook,
         on_press: PressHook,
         on_foreign_press: PressHook | None = None,
+        on_reaction: ReactionHook | None = None,
         api_base: str = DEFAULT_API_BASE,
         gateway_url: str | None = None,
         read_gate: asyncio.Event | None = None,
@@ -411,6 +436,7 @@ class SwitchboardClient(discord.Client):
         self._sb_on_ready = on_ready
         self._sb_on_press = on_press
         self._sb_on_foreign_press = on_foreign_press
+        self._sb_on_reaction = on_reaction
         self.tree: Any = None  # its app_commands.CommandTree (set by the adapter), as on Bot
         self.tapped = self._tap(on_message_payload)
 
@@ -482,6 +508,14 @@ class SwitchboardClient(discord.Client):
             return
         if self._sb_on_foreign_press is not None:
             self._sb_on_foreign_press(interaction)
+
+    async def on_raw_reaction_add(self, event: discord.RawReactionActionEvent) -> None:
+        if self._sb_on_reaction is not None:
+            self._sb_on_reaction(reaction_payload(event))
+
+    async def on_raw_reaction_remove(self, event: discord.RawReactionActionEvent) -> None:
+        if self._sb_on_reaction is not None:
+            self._sb_on_reaction(reaction_payload(event))
 
     def followup(self, application_id: str, token: str) -> discord.Webhook:
         """An interaction's follow-up webhook from its application id and token alone (valid 15

@@ -8,7 +8,8 @@ Button custom ids are `q:<question_id>:<option index>` (a question's options) an
 `fb:<up|down>:<run_id>` (the feedback buttons under an answer) and `stop` (the Stop button under
 a reply being written: it names no one, since a client may send any custom id; whose run it
 stops is the manager's to check, from the queue); any process can decode a press from the id
-alone, so presses survive restarts without discord.py's stored views.
+alone, so presses survive restarts without discord.py's stored views. A 👍/👎 *reaction* on an
+answer names its run the same way: through the answer's own feedback buttons (`vote_run`).
 """
 
 from __future__ import annotations
@@ -40,10 +41,13 @@ __all__ = [
     "is_our_button",
     "is_stop_custom_id",
     "mentions_bot",
+    "other_vote_emoji",
     "parse_custom_id",
     "parse_vote_custom_id",
     "press_to_inbound",
     "question_custom_id",
+    "reaction_to_inbound",
+    "reaction_value",
     "readable_content",
     "snowflake_time",
     "stop_custom_id",
@@ -53,6 +57,7 @@ __all__ = [
     "to_context",
     "to_inbound",
     "vote_custom_id",
+    "vote_run",
     "vote_to_inbound",
 ]
 
@@ -62,6 +67,9 @@ _USER_MESSAGE_TYPES = frozenset({0, 19})  # DEFAULT, REPLY; system messages are 
 _COMPONENT_INTERACTION = 3
 _CUSTOM_ID = re.compile(r"^q:(?P<qid>[^:]{1,90}):(?P<index>\d{1,2})$")
 _VOTE_ID = re.compile(r"^fb:(?P<value>up|down):(?P<run>[^:]{1,90})$")
+_VOTE_EMOJI = {"👍": "up", "👎": "down"}
+_SWAP = str.maketrans("👍👎", "👎👍")
+_TONE = re.compile("[\U0001f3fb-\U0001f3ff\ufe0f]")  # skin tones, the emoji presentation mark
 _STOP_ID = re.compile(r"^stop(?::[^:]{1,90})?$")  # `stop:<anything>`: an older build's button
 
 
@@ -406,3 +414,54 @@ def stop_to_inbound(payload: Mapping[str, Any]) -> InboundMessage | None:
         channel_id=presser.chat_id, permissions=str(member.get("permissions") or 0)
     )
     return replace(presser, native=native, handle=handle)
+
+
+def reaction_value(emoji: Mapping[str, Any]) -> str:
+    """`up` or `down` for a 👍 or 👎 reaction (any skin tone); "" for any other emoji, and for a
+    server's custom emoji merely named so."""
+    if emoji.get("id"):
+        return ""
+    return _VOTE_EMOJI.get(_TONE.sub("", str(emoji.get("name") or "")), "")
+
+
+def other_vote_emoji(name: str) -> str:
+    """The opposite vote to the 👍/👎 reaction `name`, in the same skin tone (the one the person
+    reacts with): what to look for when they take one away."""
+    return name.translate(_SWAP)
+
+
+def vote_run(message: Mapping[str, Any], bot_id: str) -> str:
+    """The run a message of ours answered, read from its own 👍/👎 buttons (only a final answer
+    carries them, and Discord serves them as we sent them); "" for anyone else's message and for
+    ours without them (a reply still being written, a notice)."""
+    if str((message.get("author") or {}).get("id") or "") != bot_id:
+        return ""
+    for row in message.get("components") or ():
+        for component in (row or {}).get("components") or ():
+            parsed = parse_vote_custom_id(str((component or {}).get("custom_id") or ""))
+            if parsed is not None:
+                return parsed[1]
+    return ""
+
+
+def reaction_to_inbound(
+    payload: Mapping[str, Any], *, value: str, run_id: str, event_id: str
+) -> InboundMessage:
+    """A 👍/👎 reaction (MESSAGE_REACTION_ADD / _REMOVE fields) on the answer of `run_id` as the
+    reacting person's vote, shaped as a press on its button is (so the manager holds it to the
+    same one vote per person per answer); `value` "" withdraws it."""
+    member = payload.get("member")
+    user = (member or {}).get("user") or {"id": payload["user_id"]}
+    guild_id = str(payload.get("guild_id") or "")
+    message_id = str(payload["message_id"])
+    return InboundMessage(
+        platform=Platform.DISCORD,
+        workspace_id=guild_id,
+        chat_id=str(payload["channel_id"]),
+        sender_id=str(payload["user_id"]),
+        sender_name=_display_name(user, member),
+        text="",
+        provider_message_id=message_id,
+        is_dm=not guild_id,
+        vote=Vote(value=value, run_id=run_id, message_id=message_id, interaction_id=event_id),
+    )

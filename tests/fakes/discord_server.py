@@ -8,6 +8,12 @@ IDENTIFY → READY + GUILD_CREATE, heartbeat ACKs, RESUME → (replayed events) 
 frames the way the client asked (`zstd-stream`, `zlib-stream`, or none). Tests drive it:
 `user_message(...)` / `press(...)` dispatch MESSAGE_CREATE / INTERACTION_CREATE, `reconnect()`
 sends op 7 and can send already-delivered events again after the RESUME (a duplicate delivery).
+`identified_intents` keeps each IDENTIFY's intents; `delay_next` answers a call late.
+
+Reactions as Discord keeps them: `react(...)` / `unreact(...)` put one person's reaction on a
+message or take it off and dispatch MESSAGE_REACTION_ADD / _REMOVE in Discord's shape (the member
+and the message's author on an add only); `GET /channels/{c}/messages/{m}/reactions/{emoji}`
+lists who has it on, by user id (`after`, `limit` up to 100).
 
 Sharding as on Discord: `GET /gateway/bot` recommends `shard_count` shards; an IDENTIFY's
 `shard: [id, count]` (none means [0, 1]) makes a session that gets a guild's events only when
@@ -39,6 +45,7 @@ messages come back over the gateway as MESSAGE_CREATE, as they do on Discord.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -48,6 +55,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from aiohttp import WSMsgType, web
 
@@ -60,6 +68,7 @@ _TS = "2024-01-01T00:00:00.000000+00:00"
 _MANAGE_GUILD = 1 << 5
 _MENTION = re.compile(r"<@!?(\d+)>")
 _MAX_CONTENT = 2000
+_DISCORD_EPOCH_MS = 1_420_070_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +211,13 @@ class FakeDiscord:
     heartbeats: int = 0
     shard_count: int = 1  # what GET /gateway/bot recommends
     identified: list[tuple[int, int]] = field(default_factory=list)  # each IDENTIFY's shard
+    identified_intents: list[int] = field(default_factory=list)  # each IDENTIFY's intents
     refuse_history: bool = False  # message reads answer 403 Missing Access
     nicks: dict[str, str] = field(default_factory=dict)  # user id -> guild nickname
 
     def __post_init__(self) -> None:
-        self._ids = itertools.count(1_200_000_000_000_000_000)
+        # ids carry their time, as Discord's do: a message made now reads as sent now
+        self._ids = itertools.count((int(time.time() * 1000) - _DISCORD_EPOCH_MS) << 22)
         self.bot = _user(self._id(), "switchboard", bot=True)
         self.application_id = self.bot["id"]
         self.alice = _user(self._id(), "alice")
@@ -225,6 +236,7 @@ class FakeDiscord:
         self.channels: dict[str, dict[str, Any]] = {}
         self._text_channel(self.channel_id, self.guild_id)
         self.messages: dict[str, dict[str, Any]] = {}
+        self.reactions: dict[tuple[str, str], list[str]] = {}  # (message, emoji) -> user ids
         self.threads: dict[str, dict[str, Any]] = {}
         self._dms: dict[str, str] = {}  # user id -> DM channel id
         self._interactions: dict[str, dict[str, Any]] = {}  # token -> interaction payload
@@ -239,6 +251,7 @@ class FakeDiscord:
         self.downloads: list[str] = []  # attachment ids fetched from the CDN
         self.uploads: list[dict[str, Any]] = []  # files the bot sent: channel, filename, data
         self._failures: list[tuple[str, str, float]] = []  # (method, path regex, retry_after)
+        self._delays: list[tuple[str, str, float]] = []  # (method, path regex, seconds)
 
     def _id(self) -> int:
         return next(self._ids)
@@ -327,6 +340,11 @@ class FakeDiscord:
     ) -> None:
         """The next `times` calls of `method` on a path matching `pattern` get a 429."""
         self._failures.extend([(method, pattern, retry_after)] * times)
+
+    def delay_next(self, method: str, pattern: str, seconds: float) -> None:
+        """The next call of `method` on a path matching `pattern` is answered `seconds` late (a
+        slow read, so a later call can be answered first)."""
+        self._delays.append((method, pattern, seconds))
 
     def bot_messages(self, channel_id: str) -> list[dict[str, Any]]:
         """What the bot posted in a channel (not ephemeral follow-ups), oldest first."""
@@ -585,6 +603,69 @@ class FakeDiscord:
         await self.dispatch("INTERACTION_CREATE", data)
         return data
 
+    async def react(
+        self,
+        message: dict[str, Any],
+        emoji: str,
+        *,
+        user: dict[str, Any] | None = None,
+        emoji_id: str | None = None,
+        burst: bool = False,
+    ) -> dict[str, Any]:
+        """Someone (alice by default) puts `emoji` on `message` (a server's custom emoji with
+        `emoji_id`); MESSAGE_REACTION_ADD, with the member in a guild and the message's author."""
+        user = user or self.alice
+        reactors = self.reactions.setdefault((message["id"], emoji), [])
+        if user["id"] not in reactors:
+            reactors.append(user["id"])
+        data = self._reaction(message, emoji, user, emoji_id=emoji_id, burst=burst)
+        data["message_author_id"] = message["author"]["id"]
+        data["burst_colors"] = ["#ffcc00"] if burst else []
+        if data.get("guild_id"):
+            data["member"] = self._member(user["id"], with_user=True)
+        await self.dispatch("MESSAGE_REACTION_ADD", data)
+        return data
+
+    async def unreact(
+        self,
+        message: dict[str, Any],
+        emoji: str,
+        *,
+        user: dict[str, Any] | None = None,
+        emoji_id: str | None = None,
+        burst: bool = False,
+    ) -> dict[str, Any]:
+        """Someone (alice by default) takes `emoji` off `message`; MESSAGE_REACTION_REMOVE."""
+        user = user or self.alice
+        reactors = self.reactions.get((message["id"], emoji), [])
+        if user["id"] in reactors:
+            reactors.remove(user["id"])
+        data = self._reaction(message, emoji, user, emoji_id=emoji_id, burst=burst)
+        await self.dispatch("MESSAGE_REACTION_REMOVE", data)
+        return data
+
+    def _reaction(
+        self,
+        message: dict[str, Any],
+        emoji: str,
+        user: dict[str, Any],
+        *,
+        emoji_id: str | None,
+        burst: bool,
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "user_id": user["id"],
+            "channel_id": message["channel_id"],
+            "message_id": message["id"],
+            "emoji": {"id": emoji_id, "name": emoji} | ({"animated": False} if emoji_id else {}),
+            "burst": burst,
+            "type": 1 if burst else 0,
+        }
+        guild_id = self.channels[message["channel_id"]].get("guild_id")
+        if guild_id:
+            data["guild_id"] = guild_id
+        return data
+
     async def reconnect(self, *, replay: Sequence[dict[str, Any]] = (), shard: int = 0) -> None:
         """Ask the client to reconnect (op 7) and wait for its RESUME. Events in `replay` (payloads
         it already received) are sent again before RESUMED, as a gateway that lost the client's
@@ -637,6 +718,7 @@ class FakeDiscord:
             return
         self.identifies += 1
         self.identified.append((shard_id, count))
+        self.identified_intents.append(int(data.get("intents") or 0))
         for old in [x for x in self._sessions.values() if x.shard[0] == shard_id]:
             if old.conn is None:  # a new session replaces the shard's resumable one
                 del self._sessions[old.id]
@@ -711,13 +793,18 @@ class FakeDiscord:
                 response.headers["Via"] = "1.1 google"  # discord.py reads a 429 without it as a ban
                 return response
         self.calls.append(Call(request.method, path, body, dict(request.query)))
+        for delay in self._delays:
+            if delay[0] == request.method and re.fullmatch(delay[1], path):
+                self._delays.remove(delay)
+                await asyncio.sleep(delay[2])
+                break
         authorised = request.headers.get("Authorization") == f"Bot {self.token}"
         if not authorised and not path.startswith(("/interactions/", "/webhooks/")):
             return _error(401, 0, "401: Unauthorized")
         for method, pattern, handler in self._routes():
             match = re.fullmatch(pattern, path)
             if method == request.method and match:
-                if handler == self._list_messages:
+                if handler in (self._list_messages, self._reactors):
                     return await handler(body, query=dict(request.query), **match.groupdict())
                 return await handler(body, **match.groupdict())
         return _error(404, 0, "404: Not Found")
@@ -732,6 +819,11 @@ class FakeDiscord:
             ("DELETE", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._delete_message),
             ("POST", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/threads", self._thread),
             ("PUT", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/reactions/[^/]+/@me", self._ok),
+            (
+                "GET",
+                r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)/reactions/(?P<emoji>[^/]+)",
+                self._reactors,
+            ),
             ("POST", r"/channels/(?P<cid>\d+)/typing", self._ok),
             ("GET", r"/channels/(?P<cid>\d+)/messages", self._list_messages),
             ("GET", r"/channels/(?P<cid>\d+)/messages/(?P<mid>\d+)", self._get_message),
@@ -885,6 +977,17 @@ class FakeDiscord:
         if message is None or message["channel_id"] != cid:
             return _error(404, 10008, "Unknown Message")
         return _json(self._served(message))
+
+    async def _reactors(
+        self, body: Any, cid: str, mid: str, emoji: str, query: dict[str, str]
+    ) -> web.Response:
+        message = self.messages.get(mid)
+        if message is None or message["channel_id"] != cid:
+            return _error(404, 10008, "Unknown Message")
+        limit = max(1, min(int(query.get("limit") or 25), 100))
+        after = int(query.get("after") or 0)
+        ids = sorted(int(u) for u in self.reactions.get((mid, unquote(emoji)), ()))
+        return _json([self.users[str(u)] for u in ids if u > after][:limit])
 
     @staticmethod
     def _served(message: dict[str, Any]) -> dict[str, Any]:
