@@ -2,7 +2,7 @@
 
 | key                                | type   | value                                        | TTL  |
 |------------------------------------|--------|----------------------------------------------|------|
-| `sb:inbox` (one shard)             | stream | field `m`: one message (JSON, channel-owned) | none |
+| `sb:inbox` (one shard)             | stream | `m`: one message (JSON), `r`: its chat       | none |
 | `sb:inbox:{<N>.<i>.<salt>}` (N > 1)| stream | the same, for the chats routed to shard i    | none |
 | `sb:inbox:layouts`                 | set    | the shard counts processes announced         | none |
 
@@ -16,6 +16,10 @@ would drop messages. A consumer that stops leaves its entries pending; `reclaim`
 idle for longer than `claim_idle_s` to another consumer, and a live consumer keeps its own entries
 fresh with `touch`. `reclaim` also reads the streams of other shard counts processes announced,
 so changing `SWITCHBOARD_INBOX_SHARDS` on a running fleet drains the old streams.
+
+`chat_waiting` serves `collect` mode: whether a later message of one chat (field `r`, the route
+the append was given) that arrived within a window is still unfinished, i.e. not yet in its
+thread's queue, wherever it is (unread, or in some worker's gates), with Redis's time.
 
 An entry id is the stream id, with `@<tag>` appended when the stream is a tagged shard, so ids
 of two shards never collide and `finish` knows the stream from the id alone.
@@ -62,7 +66,27 @@ _RECLAIM_ROUNDS = 3  # pipelines per reclaim at most: shards with more to take g
 
 _APPEND = """
 if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[2]) then return false end
-return redis.call('XADD', KEYS[1], '*', 'm', ARGV[1])
+return redis.call('XADD', KEYS[1], '*', 'm', ARGV[1], 'r', ARGV[3])
+"""
+# KEYS: the shard. ARGV: an entry's stream id, its chat's route, the window's end (ms), a page
+# size. Returns {Redis's now (ms), 1 when an entry of that chat after it and within the window
+# is still in the stream}. Entries of other chats cost a field compare each, at most 20 pages.
+_CHAT_WAITING = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local start, route, page = '(' .. ARGV[1], ARGV[2], tonumber(ARGV[4])
+for _ = 1, 20 do
+  local rows = redis.call('XRANGE', KEYS[1], start, ARGV[3], 'COUNT', page)
+  for _, row in ipairs(rows) do
+    local fields = row[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'r' and fields[i + 1] == route then return {now, 1} end
+    end
+  end
+  if #rows < page then return {now, 0} end
+  start = '(' .. rows[#rows][1]
+end
+return {now, 1}
 """
 _FINISH = """
 local n = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
@@ -130,6 +154,7 @@ class Inbox:
         self._append = client.register_script(_APPEND)
         self._finish = client.register_script(_FINISH)
         self._touch = client.register_script(_TOUCH)
+        self._chat_waiting = client.register_script(_CHAT_WAITING)
         self._cursors: dict[str, str] = {}
         self._draining: tuple[str, ...] = ()  # tags of other layouts' shards
         self._turn = 0  # where the next reclaim starts, so every shard gets its turn
@@ -179,17 +204,17 @@ class Inbox:
         key = self._keys.inbox(tag)
         with redis_errors("inbox append"):
             if self._min_replicas:
-                entry_id = await self._append_replicated(key, payload)
+                entry_id = await self._append_replicated(key, payload, route)
             else:
-                entry_id = await self._append(keys=[key], args=[payload, self._shard_cap])
+                entry_id = await self._append(keys=[key], args=[payload, self._shard_cap, route])
         if not entry_id:
             raise InboxFull(f"inbox holds {self._max_len} unfinished messages")
         return _entry_id(entry_id, tag)
 
-    async def _append_replicated(self, key: str, payload: bytes) -> Any:
+    async def _append_replicated(self, key: str, payload: bytes, route: str) -> Any:
         """The append and `WAIT` on one connection in one round trip (WAIT counts the replicas
         that have this connection's writes); the script's text is sent only after NOSCRIPT."""
-        args: list[EncodableT] = [payload, self._shard_cap]
+        args: list[EncodableT] = [payload, self._shard_cap, route]
         for send_text in (False, True):
             async with self._r.pipeline(transaction=False) as pipe:
                 if send_text:
@@ -228,6 +253,16 @@ class Inbox:
         except RedisError as exc:
             raise storage_error("inbox read", exc) from None
         return _entries(reply, tag)
+
+    async def chat_waiting(self, entry_id: str, route: str, until_ms: int) -> tuple[int, bool]:
+        """Redis's now (ms), and whether a message of `route`'s chat that arrived after
+        `entry_id` and by `until_ms` (Redis's clock) is still unfinished in the entry's shard."""
+        sid, _, tag = entry_id.partition("@")
+        with redis_errors("inbox chat window"):
+            now, waiting = await self._chat_waiting(
+                keys=[self._keys.inbox(tag)], args=[sid, route, until_ms, 100]
+            )
+        return int(now), bool(waiting)
 
     async def reclaim(self, count: int) -> tuple[list[Entry], list[str]]:
         """Entries of consumers that stopped (idle past `claim_idle_s`) and unread entries of

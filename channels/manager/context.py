@@ -20,7 +20,21 @@ if TYPE_CHECKING:
     from channels.manager.delivered import Delivered
     from channels.manager.hold import ThreadHold
 
-__all__ = ["ChatOrder", "MessageContext", "Next", "Outcome", "TurnSession", "turn_context"]
+__all__ = [
+    "ChatOrder",
+    "MessageContext",
+    "Next",
+    "Outcome",
+    "TurnSession",
+    "chat_route",
+    "turn_context",
+]
+
+
+def chat_route(msg: InboundMessage) -> str:
+    """The message's chat as the inbox routes it: one shard per chat keeps its order, and
+    `collect` mode looks for the chat's later messages by it."""
+    return f"{msg.platform}:{msg.chat_id}"
 
 
 class Outcome(StrEnum):

@@ -18,7 +18,7 @@ from channels.adapter import Adapter
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
 from channels.manager.commands import CommandDesk
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
-from channels.manager.context import MessageContext, Outcome
+from channels.manager.context import MessageContext, Outcome, chat_route
 from channels.manager.feedback import FeedbackGate, OnVote
 from channels.manager.gates import (
     AccessAndRate,
@@ -140,8 +140,8 @@ class Manager:
 
     async def deliver(self, msg: InboundMessage) -> None:
         """Make the message durable in the inbox; raises StorageError if it could not be."""
-        chat = f"{msg.platform}:{msg.chat_id}"  # its shard: a chat's messages stay in order
-        entry_id = await self._s.inbox.append(encode_message(msg), route=chat)
+        # its shard: a chat's messages stay in order
+        entry_id = await self._s.inbox.append(encode_message(msg), route=chat_route(msg))
         metrics.MESSAGES_IN.labels(platform=str(msg.platform)).inc()
         _log.debug("message.accepted", entry=entry_id, platform=str(msg.platform))
 
@@ -179,7 +179,7 @@ class Manager:
             _log.warning("message.not_served_here")
             return Outcome.NOT_MINE
         ctx = MessageContext(adapter, msg, entry.entry_id, entry.payload, entry.deliveries)
-        ctx.turn_order = self._intake.order_for(entry.entry_id, f"{msg.platform}:{msg.chat_id}")
+        ctx.turn_order = self._intake.order_for(entry.entry_id, chat_route(msg))
         if entry.deliveries > self._config.max_deliveries:
             _log.error("inbox.gave_up", deliveries=entry.deliveries)
             await self._say.report_on(adapter, msg, AgentError("message kept failing"))

@@ -39,7 +39,13 @@ from channels.manager.askers import is_asker
 from channels.manager.batches import Batch, pick_batch, recorded_batch, stale_message
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
-from channels.manager.context import MessageContext, Outcome, TurnSession, turn_context
+from channels.manager.context import (
+    MessageContext,
+    Outcome,
+    TurnSession,
+    chat_route,
+    turn_context,
+)
 from channels.manager.delivered import Delivered
 from channels.manager.delivery import ReplyDelivery
 from channels.manager.files import fetch_batch_files
@@ -78,6 +84,7 @@ _FULL_TEXT = (
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
 _MAX_BACKOFF_S = 600.0
+_COLLECT_POLL_S = 0.05  # past the window's end, how often a late message of the burst is looked for
 _TOO_OLD_TEXT = (
     "This message came in too long ago for me to answer it now; "
     "please send it again if it still matters."
@@ -176,7 +183,9 @@ class TurnScheduler:
             ctx.adapter, ctx.thread_id, slot.lock, own_entry=ctx.entry_id, mode=mode
         )
         collect = mode is BusyMode.COLLECT and slot.ledger is None and self._config.collect_s > 0
-        handed_back = await self._hold(session, slot, collect=collect)
+        handed_back = await self._hold(
+            session, slot, collect=chat_route(ctx.msg) if collect else ""
+        )
         if session.own_entry is None:
             return Outcome.HANDED_OVER
         return Outcome.QUEUED if handed_back else Outcome.RETRY
@@ -251,9 +260,26 @@ class TurnScheduler:
         if not self._runs.stop_local(thread_id, interrupt=True):
             await self._s.locks.request_stop(thread_id, interrupt=True)
 
-    async def _collect(self, session: TurnSession) -> Slot:
-        """The rest of a burst: wait, then take the queue again (same token: no new attempt)."""
-        await asyncio.sleep(self._config.collect_s)
+    async def _collect(self, session: TurnSession, route: str) -> Slot:
+        """The rest of a burst, then the queue taken again (same token: no new attempt). The
+        window is `collect_s` from the first message's arrival in the inbox (Redis's clock), not
+        from when a loaded worker got to it; past its end it stays open, at most `collect_s`
+        more, while a message of the chat that arrived within it is still on its way to the
+        queue (unread, or in some worker's gates)."""
+        own = session.own_entry
+        assert own is not None
+        window_ms = int(self._config.collect_s * 1000)
+        until = int(own.partition("-")[0]) + window_ms
+        # this host's clock for the first wait (no round trip); Redis's decides when it ends
+        await asyncio.sleep(min(self._config.collect_s, max(0.0, until / 1000 - time.time())))
+        while True:
+            now, waiting = await self._s.inbox.chat_waiting(own, route, until)
+            if now >= until and not waiting:
+                break
+            if now >= until + window_ms:
+                _log.info("collect.window_overran", waited_ms=now - until + window_ms)
+                break
+            await asyncio.sleep((until - now) / 1000 if now < until else _COLLECT_POLL_S)
         slot = await self._s.queue.resume(session.thread_id, session.lock.token)
         if slot.state is not SlotState.RUN:
             raise LockLost
@@ -262,17 +288,18 @@ class TurnScheduler:
     def _on_stop(self, session: TurnSession, request: StopRequest) -> None:
         self._runs.stop_local(session.thread_id, interrupt=request is StopRequest.INTERRUPT)
 
-    async def _hold(self, session: TurnSession, slot: Slot, *, collect: bool = False) -> bool:
+    async def _hold(self, session: TurnSession, slot: Slot, *, collect: str = "") -> bool:
         """Answer batches until the queue is empty, under one keeper. The one failure boundary
         of a turn: whatever fails is logged once and the batch is answered or handed back,
-        never left under a held lock. True when the queue is done or safely handed back."""
+        never left under a held lock. True when the queue is done or safely handed back.
+        `collect` names the chat (its inbox route) whose burst is collected first."""
         try:
             session.hold = ThreadHold(
                 self._s.locks, session.lock, on_stop=lambda kind: self._on_stop(session, kind)
             )
             async with session.hold:
                 if collect:
-                    slot = await self._collect(session)
+                    slot = await self._collect(session, collect)
                 while slot.state is SlotState.RUN:
                     session.attempt = slot.attempt
                     slot = await self._batch(session, slot)

@@ -762,6 +762,7 @@ class MemoryStream:
     clock: MemoryClock
     max_len: int = INBOX_MAX_LEN
     entries: dict[str, bytes] = field(default_factory=dict)  # id → payload, in append order
+    routes: dict[str, str] = field(default_factory=dict)  # id → the chat it was appended for
     pending: dict[str, _Pending] = field(default_factory=dict)
     delivered: str = "0-0"  # the group's last delivered id
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -801,8 +802,18 @@ class MemoryInbox:
             raise InboxFull(f"inbox holds {stream.max_len} unfinished messages")
         entry_id = stream.next_id()
         stream.entries[entry_id] = bytes(payload)
+        stream.routes[entry_id] = route
         stream.arrived.set()
         return entry_id
+
+    async def chat_waiting(self, entry_id: str, route: str, until_ms: int) -> tuple[int, bool]:
+        stream, after = self.stream, sortable_entry_id(entry_id)
+        end = sortable_entry_id(f"{until_ms}-99999999")
+        waiting = any(
+            after < sortable_entry_id(i) <= end and stream.routes.get(i) == route
+            for i in stream.entries
+        )
+        return int(stream.clock() * 1000), waiting
 
     async def read(self, count: int, block_s: float, shard: int = 0) -> list[Entry]:
         self.reads += 1
@@ -846,6 +857,7 @@ class MemoryInbox:
         for entry_id in ids:
             self.stream.pending.pop(entry_id, None)
             self.stream.entries.pop(entry_id, None)
+            self.stream.routes.pop(entry_id, None)
 
     async def backlog(self) -> int:
         return len(self.stream.entries)

@@ -109,6 +109,28 @@ async def test_collect_makes_a_burst_one_model_request(make_manager, model: Fake
     assert adapter.texts() == ["You said: my flight is at 9\n\nfrom Paris\n\nto Berlin"]
 
 
+async def test_collect_counts_the_window_from_arrival_and_waits_for_a_burst_held_up_by_load(
+    make_manager, model: FakeOpenAI
+) -> None:
+    """Two turn slots, one taken by another chat's turn: the burst's later messages wait unread
+    in the inbox until it ends, about 2 s after the first arrived. Counted from the first
+    message's turn, the 1.5 s window closed on it alone; counted from arrival and held open
+    while the burst's messages are still on their way, it takes all three."""
+    model.delay = 0.6
+    manager, adapter = await _setup(
+        make_manager, model, busy="collect", collect_ms=1500, max_concurrent_turns=2
+    )
+    await manager.deliver(dm("someone else", chat="D2"))
+    await asyncio.sleep(0.1)
+    for text in ("my flight is at 9", "from Paris", "to Berlin"):
+        await manager.deliver(dm(text))
+        await asyncio.sleep(0.25)
+    await manager.idle()
+    burst = [r for r in model.requests if "someone else" not in str(r.messages)]
+    assert len(burst) == 1
+    assert adapter.texts()[-1] == "You said: my flight is at 9\n\nfrom Paris\n\nto Berlin"
+
+
 async def test_interrupt_abandons_the_running_request_and_answers_both_messages(
     make_manager, model: FakeOpenAI
 ) -> None:

@@ -418,6 +418,28 @@ async def test_an_entry_is_read_once_reclaimed_once_idle_and_gone_once_finished(
     assert await a.backlog() == 0
 
 
+async def test_a_chat_is_waiting_while_a_later_message_of_it_in_the_window_is_unfinished(
+    ports: Backend,
+) -> None:
+    inbox = ports.inbox_for("a")
+    await inbox.ensure_group()
+    first = await inbox.append(b"1", route="tg:1")
+    await inbox.append(b"2", route="tg:2")
+    third = await inbox.append(b"3", route="tg:1")
+    end = _ms(third) + 1000
+    now, waiting = await inbox.chat_waiting(first, "tg:1", end)
+    assert waiting and now >= _ms(first)
+    assert (await inbox.chat_waiting(first, "tg:1", _ms(first) - 1))[1] is False  # before it
+    assert (await inbox.chat_waiting(third, "tg:1", end))[1] is False  # nothing after it
+    assert (await inbox.chat_waiting(first, "tg:3", end))[1] is False  # another chat
+    await inbox.finish([third])  # answered, or handed to its thread's queue
+    assert (await inbox.chat_waiting(first, "tg:1", end))[1] is False
+
+
+def _ms(entry_id: str) -> int:
+    return int(entry_id.partition("-")[0])
+
+
 async def test_a_full_inbox_refuses_an_append(ports: Backend) -> None:
     inbox = ports.inbox_for("a")
     await inbox.ensure_group()
