@@ -84,7 +84,7 @@ _FULL_TEXT = (
 )
 _BUSY_TEXT = "I'm still working on the previous message here; please resend in a moment."
 _MAX_BACKOFF_S = 600.0
-_COLLECT_POLL_S = 0.05  # past the window's end, how often a late message of the burst is looked for
+_COLLECT_POLL_S = 0.05  # past the window's end: how often a late message of the burst is sought
 _TOO_OLD_TEXT = (
     "This message came in too long ago for me to answer it now; "
     "please send it again if it still matters."
@@ -277,7 +277,7 @@ class TurnScheduler:
             if now >= until and not waiting:
                 break
             if now >= until + window_ms:
-                _log.info("collect.window_overran", waited_ms=now - until + window_ms)
+                _log.info("collect.window_overran", since_arrival_ms=now - until + window_ms)
                 break
             await asyncio.sleep((until - now) / 1000 if now < until else _COLLECT_POLL_S)
         slot = await self._s.queue.resume(session.thread_id, session.lock.token)
