@@ -42,7 +42,10 @@ of a custom graph's `files` state key (this turn's files only). An entry carries
 (`{name, mime, data_b64}`) or, for a file on disk, a reference (`{name, mime, size, path}`, the
 path inside the outbound-file directory, `agent.sandbox`): the checkpoint then holds a few
 bytes instead of the file, which is read when the turn's files are collected for sending. Names
-are reduced to a safe base name (`safe_file_name`).
+are reduced to a safe base name (`safe_file_name`). A reference the sandbox refuses at that read
+(the file is gone, grew too large, or was swapped for a link since the tool call) is still a
+file of the turn, with no bytes and why in plain words as its `note` (`refused_file`): the chat
+is told which file did not come and why (`channels.manager.files`), never left to wonder.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ __all__ = [
     "read_content_blocks",
     "read_human_content",
     "read_text_only",
+    "refused_file",
     "safe_file_name",
     "sniff",
     "split_content",
@@ -409,29 +413,38 @@ def load_turn_files(
     entries: Sequence[Mapping[str, Any]], files_dir: Path | None = None
 ) -> tuple[FileData, ...]:
     """The entries as files: bytes decoded, references read inside `files_dir` (blocking I/O;
-    call it off the event loop). Malformed or unreadable entries are skipped and logged, never
-    fatal to the reply."""
+    call it off the event loop). A reference that cannot be read is a `refused_file`, so the
+    user hears of it; a malformed entry (no bytes, no path) is skipped and logged. Never fatal
+    to the reply."""
     files: list[FileData] = []
     for entry in entries:
-        data = _entry_bytes(entry, files_dir)
-        if data is None:
-            continue
         name = safe_file_name(entry.get("name"))
+        try:
+            data = _entry_bytes(entry, files_dir)
+        except FileRefused as exc:
+            _log.warning("file.reference_refused", reason=str(exc))
+            files.append(refused_file(name, str(entry.get("mime") or ""), exc.reason))
+            continue
+        if data is None:
+            _log.warning("file.entry_malformed")
+            continue
         files.append(FileData(name=name, mime=str(entry.get("mime") or sniff(data)), data=data))
     return tuple(files)
 
 
+def refused_file(name: str, mime: str, reason: str) -> FileData:
+    """A file of the turn that will not be sent: no bytes, and `reason` (plain words for the
+    user, e.g. "it no longer exists") as its note."""
+    return FileData(name=name, mime=mime, data=b"", note=reason)
+
+
 def _entry_bytes(entry: Mapping[str, Any], files_dir: Path | None) -> bytes | None:
+    """The entry's bytes; None for a malformed one. Raises `FileRefused` for a reference."""
     path = entry.get("path")
     if isinstance(path, str) and "data_b64" not in entry:
         if files_dir is None:
-            _log.warning("file.reference_without_dir")
-            return None
-        try:
-            return read_inside(files_dir, path, MAX_SEND_FILE_BYTES)
-        except FileRefused as exc:
-            _log.warning("file.reference_refused", reason=str(exc))
-            return None
+            raise FileRefused("no files directory", "there is no files folder to send it from")
+        return read_inside(files_dir, path, MAX_SEND_FILE_BYTES)
     try:
         return base64.b64decode(str(entry.get("data_b64") or ""), validate=True)
     except (binascii.Error, ValueError):

@@ -4,8 +4,13 @@ Why here and not in the adapters: the inbox and thread queues carry references o
 reads the bytes once, when it runs (a queued message keeps its attachments in its payload), and
 the size limit (`SWITCHBOARD_MAX_ATTACHMENT_MB`) is the operator's, not the platform's. A file
 that is too big or cannot be read gets a short notice naming it; the rest of the batch still goes
-to the agent. Outgoing files follow the reply, each as a native upload, with a notice instead
-of the file when the platform would refuse its size.
+to the agent. Outgoing files follow the reply, each as a native upload. A file that does not
+go out is named in the chat instead, with why in plain words: "(I couldn't attach report.pdf:
+it is larger than this chat allows.)" (`not_attached`). This is the one place that is said, for
+every platform: a file the sandbox refused when it was read for sending (it arrives with no
+bytes and the reason as its `note`, `agent.attachments.refused_file`), one over the platform's
+upload limit, one the platform refused, and one whose upload failed (an outage: the user may
+ask again).
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from agent.result import FileData
 from channels.adapter import Adapter, DescribesFiles, FetchesFiles, SendsFiles
 from channels.manager.replies import Responder
 from channels.message import InboundMessage, ReplyTarget
-from switchboard.errors import FileTooLarge, PlatformError
+from switchboard.errors import FileTooLarge, PlatformError, is_transient
 
-__all__ = ["fetch_batch_files", "send_turn_files"]
+__all__ = ["fetch_batch_files", "not_attached", "send_turn_files"]
 
 _log = structlog.get_logger(__name__)
 _MB = 1024 * 1024
@@ -63,32 +68,55 @@ async def fetch_batch_files(
 async def send_turn_files(
     adapter: Adapter, target: ReplyTarget, files: Sequence[FileData], say: Responder
 ) -> list[str]:
-    """Upload the agent's files after its reply; the ids of the messages they became."""
+    """Upload the agent's files after its reply; the ids of the messages they became. Each file
+    that is not sent is named in one short line instead (module docstring)."""
     if not files:
         return []
     if not isinstance(adapter, SendsFiles):
         await say.send_text(adapter, target, "I made a file for you, but I can't send files here.")
         return []
     ids: list[str] = []
+    refused = 0
     for file in files:
         name = file.name or "file"
-        if len(file.data) > adapter.max_upload_bytes:
-            await say.send_text(
-                adapter,
-                target,
-                f"{name} ({len(file.data) / _MB:.1f} MB) is too large to send here "
-                f"(the limit is {_mb(adapter.max_upload_bytes)} MB).",
-            )
-            continue
-        try:
-            sent = await adapter.send_file(target, name, file.data, file.mime)
-        except PlatformError as exc:
-            _log.warning("file.upload_failed", code=exc.code)
-            await say.send_text(adapter, target, f"I couldn't upload {name}.")
-            continue
-        ids.extend(sent.message_ids)
-    _log.info("file.sent", count=len(files))
+        why = _refusal(file, adapter.max_upload_bytes)
+        if why is None:
+            try:
+                sent = await adapter.send_file(target, name, file.data, file.mime)
+            except PlatformError as exc:
+                _log.warning("file.upload_failed", code=exc.code)
+                why = _platform_refusal(exc)
+            else:
+                ids.extend(sent.message_ids)
+                continue
+        refused += 1
+        await say.send_text(adapter, target, not_attached(name, why))
+    _log.info("file.sent", count=len(files) - refused, refused=refused)
     return ids
+
+
+def not_attached(name: str, why: str) -> str:
+    """The line the chat gets for a file that was not sent."""
+    return f"(I couldn't attach {name}: {why}.)"
+
+
+def _refusal(file: FileData, limit: int) -> str | None:
+    """Why the file cannot go out before any upload is tried; None when it can."""
+    if file.note:  # refused when it was read for sending; the note says why
+        _log.info("file.refused_before_upload")
+        return file.note
+    if len(file.data) > limit:
+        _log.info("file.over_upload_limit", size=len(file.data), limit=limit)
+        return f"it is {len(file.data) / _MB:.1f} MB, over this chat's {_mb(limit)} MB limit"
+    return None
+
+
+def _platform_refusal(exc: PlatformError) -> str:
+    if isinstance(exc, FileTooLarge) or exc.code == 413:
+        return "it is larger than this chat allows"
+    if is_transient(exc):
+        return "the upload did not go through, so please ask again"
+    return "the chat refused the upload"
 
 
 def _mb(size: int) -> str:

@@ -110,13 +110,16 @@ def _piece_doc(piece: Piece) -> dict[str, Any]:
         }
     assert piece.file is not None
     data = piece.file.data if len(piece.file.data) <= INLINE_FILE_BYTES else b""
-    return {
+    doc: dict[str, Any] = {
         "k": "file",
         "name": piece.file.name,
         "mime": piece.file.mime,
         "size": piece.file_size or len(piece.file.data),
         "data": base64.b64encode(data).decode() if data else None,
     }
+    if piece.file.note:  # a file refused before sending: why, for the line the chat gets
+        doc["note"] = piece.file.note
+    return doc
 
 
 def _piece(doc: dict[str, Any]) -> Piece:
@@ -128,6 +131,7 @@ def _piece(doc: dict[str, Any]) -> Piece:
         return Piece("question", question=question, chunks=tuple(_chunk(c) for c in doc["c"]))
     if kind == "file":
         data = base64.b64decode(doc["data"]) if doc.get("data") else b""
-        file = FileData(name=str(doc["name"]), mime=str(doc["mime"]), data=data)
+        note = str(doc.get("note") or "")
+        file = FileData(name=str(doc["name"]), mime=str(doc["mime"]), data=data, note=note)
         return Piece("file", file=file, file_size=int(doc.get("size", len(data))))
     raise ValueError(f"unknown piece {kind!r}")

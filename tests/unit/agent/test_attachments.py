@@ -150,7 +150,8 @@ def test_a_sent_file_is_a_reference_in_state_and_bytes_only_when_loaded(tmp_path
     output = {"messages": [HumanMessage("send it"), sent]}
     (file,) = turn_files(output, root)
     assert (file.name, file.mime, file.data) == ("blob.bin", "application/octet-stream", payload)
-    assert turn_files(output, None) == ()  # no directory: nothing is read
+    (unread,) = turn_files(output, None)  # no directory: nothing is read, the user is told
+    assert (unread.data, unread.note) == (b"", "there is no files folder to send it from")
 
 
 def test_a_file_swapped_for_a_symlink_after_the_tool_call_is_not_sent(tmp_path: Path) -> None:
@@ -161,7 +162,9 @@ def test_a_file_swapped_for_a_symlink_after_the_tool_call_is_not_sent(tmp_path: 
     sent = _call(make_send_file(root), name="r.txt", path="r.txt")
     (root / "r.txt").unlink()
     (root / "r.txt").symlink_to(tmp_path / "secret")
-    assert turn_files({"messages": [HumanMessage("x"), sent]}, root) == ()
+    (refused,) = turn_files({"messages": [HumanMessage("x"), sent]}, root)
+    assert (refused.name, refused.data) == ("r.txt", b"")  # named for the user, never sent
+    assert refused.note == "it is a link to another file, which I don't send"
 
 
 def test_image_over_the_pixel_limit_is_refused_from_its_header_without_decoding() -> None:

@@ -1,8 +1,9 @@
 """A hard link in the outbound-file directory is refused, never sent: the path walk refuses
 symlinks, but a hard link is the outside file itself under a second name (here the service's
 own secret), so only its link count, read from the opened descriptor, gives it away. Through
-the real manager on real Redis and aiogram against the fake Bot API, with the demo model's
-`send PATH` calling the `send_file` tool."""
+the real manager on real Redis and aiogram against the fake Bot API, both where the agent's
+files are read: the `send_file` tool (the demo model's `send PATH`), and the read at send time
+of a reference in a graph's `files` (a link planted after the tool call)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest
 from channels.manager import Manager
 from channels.telegram.adapter import TelegramAdapter
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
+from tests.integration.channels.telegram.file_graph import REPLY
 from tests.support import wait_until
 
 ANN = FakeTelegram.user(7, "Ann")
 SECRET = b"SWITCHBOARD_TELEGRAM_TOKEN=the-service-s-own-secret\n"
+FILE_GRAPH = "python:tests.integration.channels.telegram.file_graph:graph"
 
 Stack = Callable[..., Awaitable[Manager]]
 
@@ -77,3 +80,21 @@ async def test_a_file_with_a_single_link_is_still_sent(
     await manager.idle()
     (upload,) = fake.uploads
     assert upload["filename"] == "report.txt" and upload["data"] == b"quarterly numbers\n"
+
+
+async def test_a_hard_link_read_at_send_time_is_named_in_the_chat_and_not_sent(
+    fake: FakeTelegram, start: Stack, tmp_path: Path
+) -> None:
+    manager = await start(agent=FILE_GRAPH)
+    os.link(_secret_outside(tmp_path), tmp_path / "files" / "notes.txt")
+    (tmp_path / "files" / "report.txt").write_bytes(b"quarterly numbers\n")
+    fake.say(fake.dm(ANN), ANN, "attach notes.txt report.txt")
+    await wait_until(lambda: len(fake.bot_texts(ANN["id"])) >= 2 and fake.uploads, timeout=30)
+    await manager.idle()
+    assert fake.bot_texts(ANN["id"]) == [
+        REPLY,
+        "(I couldn't attach notes.txt: it is a link to another file, which I don't send.)",
+    ]
+    (upload,) = fake.uploads
+    assert upload["filename"] == "report.txt" and upload["data"] == b"quarterly numbers\n"
+    _nothing_secret_reached_the_chat(fake)
