@@ -7,6 +7,10 @@ Registered by `service/http.py` behind the same admin key as `/api/admin/config`
 | GET    | `/api/admin/mcp`  | the config with every secret-looking value `***`, and each server's tools or skip reason |
 | PUT    | `/api/admin/mcp`  | merge a partial config (`{"mcpServers": {name: {...} or null}}`); a `***` sent back keeps the stored secret while the server's url, command and (stdio) env are unchanged; saved to `SWITCHBOARD_MCP_CONFIG` and the built-in agent's tools reloaded in this process |
 
+A change nested deeper than `MAX_DEPTH` is refused (422) before anything is merged or written,
+whether it came over the API or the console's form: a file that deep would make every later
+read of it recurse past Python's limit (a 500 until someone edits the file by hand).
+
 A PUT is a config received over HTTP, so `merge_http_update`'s limits apply: only the variables
 in `SWITCHBOARD_MCP_ALLOWED_VARS` may be referenced (422 naming the variable otherwise), and a
 new or changed stdio command is a 403 unless `SWITCHBOARD_ADMIN_ALLOW_COMMANDS=on`: whoever holds
@@ -31,9 +35,34 @@ from agent import McpConfigFile, McpServerStatus, UpdateRefused, merge_http_upda
 from switchboard.errors import ConfigError
 from switchboard.masking import mask
 
-__all__ = ["McpEditor", "McpOut", "McpRefused", "McpReloader", "ServerOut", "add_mcp_admin"]
+__all__ = [
+    "MAX_DEPTH",
+    "McpEditor",
+    "McpOut",
+    "McpRefused",
+    "McpReloader",
+    "ServerOut",
+    "add_mcp_admin",
+]
 
 _log = structlog.get_logger(__name__)
+
+MAX_DEPTH = 64  # as `service.http.MAX_JSON_DEPTH`; a real MCP config nests about 5 deep
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests more than `limit` containers deep (the outermost counts as 1, as
+    the admin API counts brackets), found without recursing."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class McpReloader(Protocol):
@@ -112,7 +141,11 @@ class McpEditor:
         return self._out(await asyncio.to_thread(self._stored))
 
     async def update(self, body: dict[str, Any]) -> McpOut:
-        """Merge `body` into the config, save it and reload this process's tools."""
+        """Merge `body` into the config, save it and reload this process's tools. Both the API
+        and the console come here, so the depth limit is checked here, before anything else."""
+        if _deeper_than(body, MAX_DEPTH):
+            _log.warning("mcp.update_refused", reason="nesting")
+            raise McpRefused(422, f"the change is nested deeper than {MAX_DEPTH} levels")
         async with self._lock:
             current = await asyncio.to_thread(self._stored)
             try:
