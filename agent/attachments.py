@@ -45,7 +45,7 @@ bytes instead of the file, which is read when the turn's files are collected for
 are reduced to a safe base name (`safe_file_name`). A reference the sandbox refuses at that read
 (the file is gone, grew too large, or was swapped for a link since the tool call) is still a
 file of the turn, with no bytes and why in plain words as its `note` (`refused_file`): the chat
-is told which file did not come and why (`channels.manager.files`), never left to wonder.
+is told which file did not come and why (`channels.manager.turns.files`), never left to wonder.
 """
 
 from __future__ import annotations

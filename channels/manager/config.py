@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent.result import TurnContext, TurnResult
-from channels.manager.feedback import VoteStore
+from channels.manager.gates.feedback import VoteStore
 from channels.manager.ports import (
     AdmissionStore,
     ContextStore,

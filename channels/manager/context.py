@@ -16,9 +16,9 @@ from channels.message import InboundMessage, ReplyTarget, conversation_key
 from switchboard.state import BusyMode, Lock, RateDecision
 
 if TYPE_CHECKING:
-    from channels.manager.batches import Batch
-    from channels.manager.delivered import Delivered
-    from channels.manager.hold import ThreadHold
+    from channels.manager.turns.batches import Batch
+    from channels.manager.turns.delivered import Delivered
+    from channels.manager.turns.hold import ThreadHold
 
 __all__ = [
     "ChatOrder",

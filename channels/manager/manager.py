@@ -16,11 +16,9 @@ import structlog
 from channels import metrics
 from channels.adapter import Adapter
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
-from channels.manager.commands import CommandDesk
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, chat_route
-from channels.manager.feedback import FeedbackGate, OnVote
-from channels.manager.gates import (
+from channels.manager.gates.chain import (
     AccessAndRate,
     BudgetGate,
     Commands,
@@ -30,15 +28,17 @@ from channels.manager.gates import (
     Routing,
     build_chain,
 )
-from channels.manager.history import ObserveGate
-from channels.manager.home import HomeGate
+from channels.manager.gates.commands import CommandDesk
+from channels.manager.gates.feedback import FeedbackGate, OnVote
+from channels.manager.gates.home import HomeGate
+from channels.manager.gates.observe import ObserveGate
+from channels.manager.gates.sessions import SessionsGate
 from channels.manager.intake import Intake
-from channels.manager.questions import QuestionDesk
-from channels.manager.replies import Responder
-from channels.manager.retry import Step, run_idempotent
+from channels.manager.replies.questions import QuestionDesk
+from channels.manager.replies.responder import Responder
 from channels.manager.routing import ThreadResolver
-from channels.manager.sessions import SessionsGate
-from channels.manager.turns import TurnScheduler
+from channels.manager.turns.retry import Step, run_idempotent
+from channels.manager.turns.scheduler import TurnScheduler
 from channels.message import InboundMessage, Platform
 from switchboard.errors import AgentError, StorageError
 from switchboard.state import Entry

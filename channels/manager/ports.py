@@ -150,7 +150,7 @@ class AdmissionStore(Protocol):
 
 class ContextStore(Protocol):
     """Conversation context: each thread's mark and cached context, and the messages observed
-    in group chats (`channels/manager/history.py`)."""
+    in group chats (`channels/manager/turns/history.py`)."""
 
     async def load(
         self,

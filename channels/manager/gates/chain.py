@@ -18,11 +18,11 @@ import structlog
 from channels import metrics
 from channels.adapter import HOME_REQUEST, UNSUPPORTED_TEXT, AckKind
 from channels.commands import DEFAULT_PREFIX, CommandForm, parse_command
-from channels.manager.commands import PRE_ACCESS, CommandDesk
 from channels.manager.context import MessageContext, Next, Outcome
+from channels.manager.gates.commands import PRE_ACCESS, CommandDesk
 from channels.manager.ports import AdmissionStore, DedupeStore, RateStore
-from channels.manager.questions import QuestionDesk
-from channels.manager.replies import Responder
+from channels.manager.replies.questions import QuestionDesk
+from channels.manager.replies.responder import Responder
 from channels.manager.routing import ThreadResolver, creates_conversation
 from channels.message import InboundMessage, Platform
 from switchboard.state import Claim, RateDecision

@@ -26,10 +26,10 @@ from channels.commands import (
     help_text,
     syntax_for,
 )
-from channels.manager.askers import Asker, asker_of, may_act
 from channels.manager.context import MessageContext
+from channels.manager.gates.askers import Asker, asker_of, may_act
 from channels.manager.ports import LockStore, QueueStore, ThreadStore
-from channels.manager.replies import Responder
+from channels.manager.replies.responder import Responder
 from channels.manager.routing import ThreadResolver
 from switchboard.agent_choice import AgentChoice
 from switchboard.state import BusyMode

@@ -9,7 +9,7 @@ import structlog
 
 from agent.result import Question
 from channels.adapter import Adapter, Chunk, QuestionPrompt, SentRef
-from channels.manager.askers import is_asker
+from channels.manager.gates.askers import is_asker
 from channels.manager.ports import QuestionStore
 from channels.message import InboundMessage, ReplyTarget
 from channels.render import render_chunks

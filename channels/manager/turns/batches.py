@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from channels.manager.codec import CorruptPayload, decode_message
-from channels.manager.questions import answer_text
+from channels.manager.replies.questions import answer_text
 from channels.message import InboundMessage
 from switchboard.state import PendingQuestion, QueuedItem
 

@@ -25,12 +25,12 @@ import structlog
 from channels import metrics
 from channels.adapter import Adapter, Chunk, ReplyStream, SentRef
 from channels.manager.context import TurnSession
-from channels.manager.delivered import Delivered
-from channels.manager.files import send_turn_files
-from channels.manager.hold import LockLost
-from channels.manager.ledger import Piece, TurnRecord
-from channels.manager.questions import QuestionDesk
-from channels.manager.replies import Responder
+from channels.manager.replies.questions import QuestionDesk
+from channels.manager.replies.responder import Responder
+from channels.manager.turns.delivered import Delivered
+from channels.manager.turns.files import send_turn_files
+from channels.manager.turns.hold import LockLost
+from channels.manager.turns.ledger import Piece, TurnRecord
 from channels.message import ReplyTarget
 from switchboard.errors import PlatformError, PlatformRateLimited
 

@@ -21,7 +21,7 @@ import structlog
 
 from agent.result import FileData
 from channels.adapter import Adapter, DescribesFiles, FetchesFiles, SendsFiles
-from channels.manager.replies import Responder
+from channels.manager.replies.responder import Responder
 from channels.message import InboundMessage, ReplyTarget
 from switchboard.errors import FileTooLarge, PlatformError, is_transient
 

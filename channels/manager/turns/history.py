@@ -9,7 +9,7 @@ Sources, merged per turn:
   was read for the mark's turn, so a retried turn reads the platform once; a later turn asks
   the platform only for what is newer than the mark (Slack `oldest`, Discord newer than it) and
   merges it into the cache, since messages that did not address the bot never reach it;
-- in Telegram groups, the messages the bot observed (`ObserveGate` records them; Telegram has
+- in Telegram groups, the messages the bot observed (`gates/observe.py` records them; Telegram has
   no history API), newest `SWITCHBOARD_TELEGRAM_OBSERVE` per chat or topic.
 
 First contact (the thread has no mark yet) shows the newest messages before the trigger; after
@@ -37,18 +37,16 @@ import structlog
 
 from channels import metrics
 from channels.adapter import Adapter, HistoryRequest, ReadsHistory
-from channels.manager.context import MessageContext, Next, Outcome
 from channels.manager.ports import ContextStore
 from channels.message import InboundMessage, Platform
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.errors import PlatformError, PlatformRateLimited, StorageError
 
 if TYPE_CHECKING:
-    from channels.access import AccessGate
-    from channels.manager.batches import Batch
     from channels.manager.config import ManagerConfig
+    from channels.manager.turns.batches import Batch
 
-__all__ = ["ConversationHistory", "ObserveGate", "as_context", "choose"]
+__all__ = ["ConversationHistory", "as_context", "choose", "observed_place"]
 
 _log = structlog.get_logger(__name__)
 
@@ -88,7 +86,7 @@ def as_context(msg: InboundMessage) -> ContextMessage:
     )
 
 
-def _observed_place(msg: InboundMessage) -> tuple[str, str] | None:
+def observed_place(msg: InboundMessage) -> tuple[str, str] | None:
     """Where a Telegram group message is recorded: its chat, or its forum topic."""
     if msg.platform is not Platform.TELEGRAM or msg.is_dm or msg.button is not None:
         return None
@@ -197,7 +195,7 @@ class ConversationHistory:
             mine = [q for q in quoted if not q.is_self]
             return self._choose(mine, last.provider_message_id, None, own) if mine else ()
         reads = isinstance(adapter, ReadsHistory)
-        place = _observed_place(last) if self._observe_keep > 0 else None
+        place = observed_place(last) if self._observe_keep > 0 else None
         trigger = last.provider_message_id
         exclude = frozenset(m.provider_message_id for m in batch.messages)
         if self._store is None or not (reads or place):
@@ -340,35 +338,3 @@ def _merged(
         key=lambda m: message_order(m.message_id),
     )
     return (*(m for m in found if m.replied_to), *plain[-keep:])
-
-
-class ObserveGate:
-    """First in the chain: a message the adapter passed on only to be seen (`observed`: a
-    Telegram group message not addressed to the bot) is recorded for later turns' context and
-    finished here, so it never meets dedupe, the flood limit, access notices or a turn. Chats
-    that are not admitted leave no record (checked silently: no notice, no notice budget)."""
-
-    def __init__(
-        self,
-        store: ContextStore | None,
-        access: AccessGate | None,
-        *,
-        keep: int,
-    ) -> None:
-        self._store = store
-        self._access = access
-        self._keep = keep
-
-    async def __call__(self, ctx: MessageContext, call_next: Next) -> Outcome:
-        msg = ctx.msg
-        if not msg.observed:
-            return await call_next(ctx)
-        place = _observed_place(msg)
-        if self._store is None or self._keep <= 0 or place is None:
-            return Outcome.OBSERVED
-        if self._access is not None and not await self._access.allows(msg):
-            return Outcome.OBSERVED
-        await self._store.observe(*place, as_context(msg), keep=self._keep)
-        metrics.CONTEXT_OBSERVED.labels(platform=str(msg.platform)).inc()
-        _log.debug("message.observed")
-        return Outcome.OBSERVED

@@ -18,12 +18,12 @@ import structlog
 
 from agent.result import TurnResult
 from channels.adapter import ReplyStream, ShowsWorking, Streams
-from channels.manager.batches import Batch
 from channels.manager.config import ManagerConfig, TurnRunner
 from channels.manager.context import TurnSession
-from channels.manager.hold import LockLost
-from channels.manager.replies import Responder
-from channels.manager.stream_policy import StreamPolicy
+from channels.manager.replies.responder import Responder
+from channels.manager.turns.batches import Batch
+from channels.manager.turns.hold import LockLost
+from channels.manager.turns.stream_policy import StreamPolicy
 from switchboard.errors import AgentError, FencedOut, StorageError
 
 __all__ = ["AgentRuns", "RunOutcome"]

@@ -9,7 +9,7 @@ from the ledger and never runs the model twice.
 
 A message that arrives while its conversation's turn runs does what the conversation's busy mode
 says (`BusyMode`): it is queued for the next batch (`queue`), refused (`reject`), handed to the
-running agent before its next model call (`steer`, `channels/manager/steering.py`; the batch
+running agent before its next model call (`steer`, `channels/manager/turns/steering.py`; the batch
 grows by it), or it cancels the running run, whose batch is then answered together with it
 (`interrupt`). In `collect` mode the first message of a burst waits `collect_s` for the rest.
 
@@ -35,8 +35,6 @@ import structlog
 from channels import metrics
 from channels.adapter import AckKind, Adapter, Chunk
 from channels.bindings import NO_BINDING, BindingResolver, Effective
-from channels.manager.askers import is_asker
-from channels.manager.batches import Batch, pick_batch, recorded_batch, stale_message
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import (
@@ -46,17 +44,19 @@ from channels.manager.context import (
     chat_route,
     turn_context,
 )
-from channels.manager.delivered import Delivered
-from channels.manager.delivery import ReplyDelivery
-from channels.manager.files import fetch_batch_files
-from channels.manager.history import ConversationHistory
-from channels.manager.hold import LockLost, ThreadHold
-from channels.manager.ledger import CorruptRecord, Piece, TurnRecord
-from channels.manager.questions import QuestionDesk
-from channels.manager.replies import Responder
-from channels.manager.retry import Step, run_idempotent
-from channels.manager.runs import AgentRuns, RunOutcome
-from channels.manager.steering import Background, Steering
+from channels.manager.gates.askers import is_asker
+from channels.manager.replies.questions import QuestionDesk
+from channels.manager.replies.responder import Responder
+from channels.manager.turns.batches import Batch, pick_batch, recorded_batch, stale_message
+from channels.manager.turns.delivered import Delivered
+from channels.manager.turns.delivery import ReplyDelivery
+from channels.manager.turns.files import fetch_batch_files
+from channels.manager.turns.history import ConversationHistory
+from channels.manager.turns.hold import LockLost, ThreadHold
+from channels.manager.turns.ledger import CorruptRecord, Piece, TurnRecord
+from channels.manager.turns.retry import Step, run_idempotent
+from channels.manager.turns.runs import AgentRuns, RunOutcome
+from channels.manager.turns.steering import Background, Steering
 from channels.message import InboundMessage, Platform, ReplyTarget
 from channels.render import render_chunks
 from switchboard.errors import AgentError, StorageError, is_transient

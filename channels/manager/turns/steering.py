@@ -20,10 +20,10 @@ from typing import Any
 import structlog
 
 from channels.adapter import AckKind, Adapter
-from channels.manager.batches import Batch, message_cost, message_line
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.ports import QueueStore
-from channels.manager.replies import Responder
+from channels.manager.replies.responder import Responder
+from channels.manager.turns.batches import Batch, message_cost, message_line
 from channels.message import InboundMessage
 from switchboard.errors import StorageError
 from switchboard.state import Lock

@@ -15,7 +15,7 @@ import pytest
 from agent.attachments import refused_file
 from channels.adapter import Chunk
 from channels.manager import Manager
-from channels.manager.ledger import Piece, TurnRecord
+from channels.manager.turns.ledger import Piece, TurnRecord
 from channels.telegram.adapter import TelegramAdapter
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 from tests.integration.channels.telegram.file_graph import INLINE_TEXT, REPLY

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.manager.batches import join_messages, pick_batch
 from channels.manager.codec import encode_message
+from channels.manager.turns.batches import join_messages, pick_batch
 from channels.message import ButtonPress, InboundMessage, Platform
 from switchboard.state import PendingQuestion, QueuedItem
 
@@ -144,8 +144,8 @@ def test_an_empty_queue_is_an_empty_batch() -> None:
 
 
 def test_a_press_for_an_option_that_does_not_exist_is_dropped_not_a_crash() -> None:
-    from channels.manager.batches import pick_batch as pick
     from channels.manager.codec import encode_message as encode
+    from channels.manager.turns.batches import pick_batch as pick
     from channels.message import ButtonPress, InboundMessage, Platform
     from switchboard.state import PendingQuestion, QueuedItem
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from channels.manager.codec import encode_message
 from channels.manager.context import ChatOrder, MessageContext, Outcome
-from channels.manager.gates import (
+from channels.manager.gates.chain import (
     AccessAndRate,
     DedupeGate,
     InputLimits,
@@ -16,8 +16,8 @@ from channels.manager.gates import (
     Routing,
     build_chain,
 )
-from channels.manager.questions import QuestionDesk
-from channels.manager.replies import Responder
+from channels.manager.replies.questions import QuestionDesk
+from channels.manager.replies.responder import Responder
 from channels.manager.routing import ThreadResolver
 from channels.message import ButtonPress, InboundMessage, Platform, conversation_key
 from tests.fakes.memory_ports import MemoryPorts

@@ -12,9 +12,10 @@ import pytest
 
 from channels import metrics
 from channels.adapter import HistoryRequest
-from channels.manager.batches import Batch
 from channels.manager.context import MessageContext, Outcome
-from channels.manager.history import ConversationHistory, ObserveGate, choose
+from channels.manager.gates.observe import ObserveGate
+from channels.manager.turns.batches import Batch
+from channels.manager.turns.history import ConversationHistory, choose
 from channels.message import InboundMessage, Platform
 from switchboard.conversation import ContextMark, ContextMessage, ContextState, message_order
 from switchboard.errors import PlatformError, PlatformRateLimited, TransientStorageError

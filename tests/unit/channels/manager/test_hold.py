@@ -8,7 +8,7 @@ import contextlib
 
 import pytest
 
-from channels.manager.hold import LockLost, ThreadHold
+from channels.manager.turns.hold import LockLost, ThreadHold
 from switchboard.state import Lock, StopRequest
 
 __all__: list[str] = []

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from channels.manager.retry import run_idempotent
+from channels.manager.turns.retry import run_idempotent
 from switchboard.errors import StorageError
 
 __all__: list[str] = []

@@ -12,10 +12,10 @@ from langchain_core.messages import AIMessage
 
 from agent.steer import SteerMiddleware, graph_steers
 from channels.adapter import AckKind
-from channels.manager.batches import pick_batch
 from channels.manager.codec import encode_message
-from channels.manager.replies import Responder
-from channels.manager.steering import Steering
+from channels.manager.replies.responder import Responder
+from channels.manager.turns.batches import pick_batch
+from channels.manager.turns.steering import Steering
 from channels.message import ButtonPress, InboundMessage, Platform
 from switchboard.state import sortable_entry_id
 from tests.fakes.memory_ports import MemoryPorts

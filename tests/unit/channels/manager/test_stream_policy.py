@@ -4,7 +4,7 @@ slow enough to be seen streaming; fast replies switch the per-token cost off, an
 
 from __future__ import annotations
 
-from channels.manager.stream_policy import StreamPolicy
+from channels.manager.turns.stream_policy import StreamPolicy
 
 
 def test_a_new_worker_streams_until_it_has_seen_enough_replies() -> None:

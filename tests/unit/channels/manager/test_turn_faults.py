@@ -35,8 +35,8 @@ from structlog.testing import capture_logs
 from agent.result import Question, TurnContext, TurnResult
 from channels.adapter import Capabilities, Markup
 from channels.manager import Manager, ManagerConfig, encode_message
-from channels.manager.hold import ThreadHold
-from channels.manager.ledger import TurnRecord
+from channels.manager.turns.hold import ThreadHold
+from channels.manager.turns.ledger import TurnRecord
 from channels.message import InboundMessage, Platform, conversation_key
 from switchboard.errors import PlatformRateLimited, TransientStorageError
 from switchboard.state import Lock
