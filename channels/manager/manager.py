@@ -18,21 +18,18 @@ from channels.adapter import Adapter
 from channels.manager.codec import CorruptPayload, decode_message, encode_message
 from channels.manager.config import ManagerConfig, ManagerStores, TurnRunner
 from channels.manager.context import MessageContext, Outcome, chat_route
-from channels.manager.gates.chain import (
-    AccessAndRate,
-    BudgetGate,
-    Commands,
-    DedupeGate,
-    InputLimits,
-    LinkAndHelp,
-    Routing,
-    build_chain,
-)
+from channels.manager.gates.access import AccessAndRate
+from channels.manager.gates.budget import BudgetGate
+from channels.manager.gates.chain import build_chain
+from channels.manager.gates.command_gates import Commands, LinkAndHelp
 from channels.manager.gates.commands import CommandDesk
+from channels.manager.gates.dedupe import DedupeGate
 from channels.manager.gates.feedback import FeedbackGate, OnVote
 from channels.manager.gates.home import HomeGate
+from channels.manager.gates.limits import InputLimits
 from channels.manager.gates.observe import ObserveGate
 from channels.manager.gates.sessions import SessionsGate
+from channels.manager.gates.thread import Routing
 from channels.manager.intake import Intake
 from channels.manager.replies.questions import QuestionDesk
 from channels.manager.replies.responder import Responder

@@ -8,14 +8,12 @@ from typing import Any
 
 from channels.manager.codec import encode_message
 from channels.manager.context import ChatOrder, MessageContext, Outcome
-from channels.manager.gates.chain import (
-    AccessAndRate,
-    DedupeGate,
-    InputLimits,
-    LinkAndHelp,
-    Routing,
-    build_chain,
-)
+from channels.manager.gates.access import AccessAndRate
+from channels.manager.gates.chain import build_chain
+from channels.manager.gates.command_gates import LinkAndHelp
+from channels.manager.gates.dedupe import DedupeGate
+from channels.manager.gates.limits import InputLimits
+from channels.manager.gates.thread import Routing
 from channels.manager.replies.questions import QuestionDesk
 from channels.manager.replies.responder import Responder
 from channels.manager.routing import ThreadResolver
