@@ -523,8 +523,9 @@ def _add_ops(
         request: Request, creds: HTTPAuthorizationCredentials | None = Depends(ops_bearer)
     ) -> Response:
         """Redis is reachable and every configured channel has started. Agents that cannot
-        answer are counted; which ones and why only with the admin key (specs, hosts and
-        errors are the operator's business)."""
+        answer are counted; which ones and why only with the admin key (specs, module paths,
+        URLs, hosts and errors are the operator's business). Any detail that names things and
+        why (a mapping) is so reduced to its count, whatever `status` comes to report."""
         try:
             ok = await ready()
         except Exception as exc:
@@ -533,9 +534,9 @@ def _add_ops(
         if not ok:
             return _error(503, "not ready")
         details = dict(status() if status else {})
-        broken = details.get("agents_unavailable")
-        if isinstance(broken, Mapping) and not _is_admin(auth, request, creds):
-            details["agents_unavailable"] = len(broken)
+        counted = {key: len(value) for key, value in details.items() if isinstance(value, Mapping)}
+        if counted and not _is_admin(auth, request, creds):
+            details.update(counted)
         return JSONResponse({"status": "ready", **details})
 
     @app.get("/metrics", tags=["ops"], response_class=Response)
