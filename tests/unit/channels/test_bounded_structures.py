@@ -10,7 +10,8 @@ from collections import OrderedDict
 from typing import Any
 
 from agent.loop_detection import MAX_TRACKED_RUNS, LoopDetectionMiddleware
-from channels.discord.adapter import _REMEMBERED, _remember
+from channels.discord.inbound import REMEMBERED as _REMEMBERED
+from channels.discord.inbound import remember as _remember
 from channels.telegram.pacing import MAX_CHATS, ChatPacer
 
 
