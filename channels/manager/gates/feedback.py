@@ -57,6 +57,10 @@ class FeedbackGate:
         if vote is None:
             return await call_next(ctx)
         if self._store is not None:
+            # votes read together run concurrently: a later one must replace the earlier one,
+            # not be replaced by it, so each waits for the chat's entries before it
+            if ctx.turn_order is not None:
+                await ctx.turn_order.wait_turn()
             await self._place(ctx, self._store, vote)
         return Outcome.ANSWERED
 
