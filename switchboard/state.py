@@ -31,6 +31,7 @@ __all__ = [
     "SlotState",
     "StopRequest",
     "ThreadState",
+    "entry_arrival_ms",
     "new_question_id",
     "parse_question",
     "sortable_entry_id",
@@ -190,6 +191,12 @@ class ThreadState:
     unanswered: int  # queued messages, the batch being answered included
     question: PendingQuestion | None
     mode: BusyMode | None = None  # the conversation's own busy mode (`/queue`), if it set one
+
+
+def entry_arrival_ms(entry_id: str) -> int:
+    """When an inbox entry arrived (ms, Redis's clock): its stream id's first part. Raises
+    ValueError for an id that is not a stream id."""
+    return int(entry_id.partition("-")[0])
 
 
 def sortable_entry_id(entry_id: str) -> str:

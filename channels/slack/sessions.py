@@ -65,11 +65,11 @@ class AgentSessions:
             )
         except PlatformError as exc:
             self._working.pop(key, None)
-            if is_transient(exc):
+            if is_transient(exc):  # this message falls back; the next one tries again
                 _log.warning("slack.session_status_failed", code=exc.code)
-                return False
-            self._refused = True
-            _log.info("slack.sessions_refused", code=exc.code)
+            else:
+                self._refused = True
+                _log.info("slack.sessions_refused", code=exc.code)
             return False
         if self._working.get(key) is not mark:  # the reply went in while this call was made
             await self._active(target)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from channels.manager.codec import CorruptPayload, decode_message
 from channels.manager.replies.questions import answer_text
 from channels.message import InboundMessage
-from switchboard.state import PendingQuestion, QueuedItem
+from switchboard.state import PendingQuestion, QueuedItem, entry_arrival_ms
 
 __all__ = [
     "Batch",
@@ -134,10 +134,10 @@ def sent_time(item: QueuedItem, msg: InboundMessage) -> float | None:
     in the inbox (the entry id's milliseconds, from Redis's clock); None when neither is known."""
     if msg.sent_at > 0:
         return msg.sent_at
-    ms, sep, _rest = item.entry_id.partition("-")
-    if not sep or not ms.isdigit():
+    try:
+        return entry_arrival_ms(item.entry_id) / 1000
+    except ValueError:
         return None
-    return int(ms) / 1000
 
 
 def stale_message(

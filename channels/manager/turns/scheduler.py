@@ -68,6 +68,7 @@ from switchboard.state import (
     Slot,
     SlotState,
     StopRequest,
+    entry_arrival_ms,
     sortable_entry_id,
 )
 
@@ -269,7 +270,7 @@ class TurnScheduler:
         own = session.own_entry
         assert own is not None
         window_ms = int(self._config.collect_s * 1000)
-        until = int(own.partition("-")[0]) + window_ms
+        until = entry_arrival_ms(own) + window_ms
         # this host's clock for the first wait (no round trip); Redis's decides when it ends
         await asyncio.sleep(min(self._config.collect_s, max(0.0, until / 1000 - time.time())))
         while True:
@@ -415,6 +416,12 @@ class TurnScheduler:
             receipts = {}
             if record.pieces and not await self._s.queue.record(session.lock, record.encode()):
                 raise LockLost
+        return await self._deliver(session, batch, record, receipts)
+
+    async def _deliver(
+        self, session: TurnSession, batch: Batch, record: TurnRecord, receipts: dict[int, str]
+    ) -> Slot:
+        """A recorded answer into the chat, then the batch closed."""
         with session.quiet():  # the answer is recorded: a stop has nothing left to cancel
             delivered = await self._delivery.deliver(
                 session, record, receipts, lambda sent: self._receipt(session, sent)
@@ -436,12 +443,7 @@ class TurnScheduler:
         record = TurnRecord((entry_id,), pieces=_said(session.adapter, _TOO_OLD_TEXT), refusal=True)
         if not await self._s.queue.record(session.lock, record.encode()):
             raise LockLost
-        with session.quiet():
-            delivered = await self._delivery.deliver(
-                session, record, {}, lambda sent: self._receipt(session, sent)
-            )
-        session.answered = delivered
-        return await self._finish(session, batch, record, delivered)
+        return await self._deliver(session, batch, record, {})
 
     async def _not_theirs(
         self, session: TurnSession, strangers: list[tuple[str, InboundMessage]]
