@@ -9,6 +9,7 @@ worker never parses a platform's wire format.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, fields, replace
 from typing import Any
@@ -39,7 +40,12 @@ def encode_message(msg: InboundMessage) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
 
+@functools.lru_cache(maxsize=128)
 def decode_message(payload: bytes | str) -> InboundMessage:
+    """The message a payload holds. One payload is read several times on its way (the entry's
+    gates, then its turn's age check, question check and batch), so the last payloads' messages
+    are kept: an `InboundMessage` and everything in it is frozen, and a corrupt payload raises
+    every time (an exception is never cached)."""
     try:
         data: dict[str, Any] = json.loads(payload)
         if not isinstance(data, dict):
